@@ -1,0 +1,117 @@
+"""The one table that maps errors to RFC 9457 problem+json responses (STYLE rule 4).
+
+Every client error names the offending field: ``{"type", "title", "status", "detail",
+"errors": [{"field": "workload.sequence_length", "message": "..."}]}``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.status_codes import (
+    HTTP_404_NOT_FOUND,
+    HTTP_422_UNPROCESSABLE_ENTITY,
+    HTTP_500_INTERNAL_SERVER_ERROR,
+)
+
+from gpu_advisor.core.errors import DomainError, NotFoundError
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+_TYPE_BASE = "https://gpu-advisor.dev/problems/"
+
+# msgspec reports a location as "at `$.workload.sequence_length`" or "at `$[0]`".
+_NAMED_FIELD = re.compile(r"(?:unknown|missing required) field `([^`]+)`")
+_MSGSPEC_PATH = re.compile(r"\s*-\s*at `\$(?P<path>[^`]*)`\s*$")
+
+
+def _problem(
+    status: int, slug: str, title: str, detail: str, errors: list[dict[str, Any]]
+) -> Response[dict[str, Any]]:
+    body: dict[str, Any] = {
+        "type": _TYPE_BASE + slug,
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "errors": errors,
+    }
+    return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE)
+
+
+def _field_of(path: str) -> str:
+    """``.workload.sequence_length`` / ``[0].x`` -> ``workload.sequence_length`` / ``0.x``."""
+    return re.sub(r"\[(\d+)\]", r".\1", path).lstrip(".")
+
+
+def split_msgspec_message(message: str, prefix: str = "") -> tuple[str, str]:
+    """Split a msgspec error into (field path, message without the location)."""
+    match = _MSGSPEC_PATH.search(message)
+    if match is None:
+        return prefix, message
+    field = _field_of(match.group("path"))
+    if prefix:
+        field = f"{prefix}.{field}" if field else prefix
+    return field, message[: match.start()].strip()
+
+
+def validation_exception_handler(
+    _: Request[Any, Any, Any], exc: ValidationException
+) -> Response[dict[str, Any]]:
+    """Litestar's decode/validation failures (body, query, path) -> 400/422 problem+json."""
+    errors: list[dict[str, Any]] = []
+    extra = exc.extra if isinstance(exc.extra, list) else []
+    for item in extra:
+        if not isinstance(item, dict):
+            continue
+        raw = str(item.get("message", ""))
+        key = str(item.get("key", "") or "")
+        source = item.get("source")
+        field, message = split_msgspec_message(raw)
+        if key and key != "data":
+            field = f"{key}.{field}" if field and not field.startswith(key) else (field or key)
+        named = _NAMED_FIELD.search(message)
+        if named is not None:
+            # "Object contains unknown field `x`" / "missing required field `x`": name the field.
+            field = f"{field}.{named.group(1)}" if field else named.group(1)
+        entry: dict[str, Any] = {"field": field or None, "message": message}
+        if source is not None:
+            entry["source"] = str(source)
+        errors.append(entry)
+    if not errors:
+        errors.append({"field": None, "message": exc.detail})
+    detail = "; ".join(f"{e['field']}: {e['message']}" if e["field"] else e["message"] for e in errors)
+    return _problem(exc.status_code, "validation", "Invalid request", detail, errors)
+
+
+def domain_error_handler(_: Request[Any, Any, Any], exc: DomainError) -> Response[dict[str, Any]]:
+    """Domain errors (semantic problems with a well-formed request) -> 422 or 404."""
+    status = HTTP_404_NOT_FOUND if isinstance(exc, NotFoundError) else HTTP_422_UNPROCESSABLE_ENTITY
+    slug = re.sub(r"(?<!^)(?=[A-Z])", "-", type(exc).__name__.removesuffix("Error")).lower()
+    errors = [{"field": exc.field, "message": exc.message}]
+    detail = f"{exc.field}: {exc.message}" if exc.field else exc.message
+    return _problem(status, slug, "Unprocessable request" if status == 422 else "Not found", detail, errors)
+
+
+def http_exception_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+    """Any other HTTPException (404 route, 405, 413, 429...) as problem+json."""
+    body = _problem(exc.status_code, "http-" + str(exc.status_code), str(exc.detail), str(exc.detail), [])
+    if exc.headers:
+        body.headers.update(exc.headers)
+    return body
+
+
+def internal_error_handler(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    """A bug: never leak internals; the log line carries the request id and traceback."""
+    return _problem(
+        HTTP_500_INTERNAL_SERVER_ERROR, "internal", "Internal error", "An internal error occurred.", []
+    )
+
+
+EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
+    ValidationException: validation_exception_handler,
+    DomainError: domain_error_handler,
+    HTTPException: http_exception_handler,
+    Exception: internal_error_handler,
+}

@@ -1,0 +1,227 @@
+"""Workload, plan and constraint specifications: the inputs of the domain core.
+
+These msgspec Structs are both the core's input values and the HTTP request schema
+(DESIGN "API"): constraints declared with ``Annotated[..., Meta(...)]`` are enforced when a
+request is decoded and reach the OpenAPI document unchanged. Unknown fields are rejected.
+
+Defaults are what a practitioner would assume and are documented on each field:
+
+* training: bf16 mixed precision with fp32 master weights and bf16 gradients, AdamW with fp32
+  moments (2 + 4 + 2 + 8 = 16 bytes/parameter, ZeRO paper section 3.1), FlashAttention on,
+  no gradient checkpointing, sharding chosen by the planner;
+* inference: bf16 weights (or the checkpoint's shipped quantisation), KV cache in the weight
+  dtype when that is 16-bit (else bf16), a vLLM-style engine at ``gpu_memory_utilization`` 0.9.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+# --- shared vocabularies -------------------------------------------------------------------
+
+Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4", "mxfp4", "q4_k_m", "q8_0"]
+"""Weight dtypes. int4 = GPTQ/AWQ-style 4-bit with group size 128; nf4 = bitsandbytes NF4 with
+double quantisation; q4_k_m / q8_0 = GGUF block formats (sized as bits per weight)."""
+
+KvDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
+Precision = Literal["fp32", "bf16-mixed", "fp16-mixed", "bf16"]
+GradientDtype = Literal["bf16", "fp16", "fp32"]
+Optimizer = Literal["adamw", "adamw-8bit", "sgd", "adafactor", "lion"]
+Checkpointing = Literal["none", "selective", "full"]
+Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
+Method = Literal["full", "lora", "qlora"]
+Engine = Literal["vllm", "generic"]
+SpotPolicy = Literal["allow", "forbid", "only"]
+Objective = Literal["total_cost", "time_to_result", "price_per_hour", "cost_per_million_tokens"]
+
+PositiveInt = Annotated[int, Meta(ge=1)]
+# Bounds keep every request answerable in well under a second and reject absurd sizes with a
+# 422 naming the field rather than letting arithmetic run away (issue 3, "Bad configs").
+SequenceLength = Annotated[int, Meta(ge=1, le=10_485_760, description="Tokens per sequence.")]
+Fraction = Annotated[float, Meta(ge=0.0, le=1.0)]
+
+
+class _Request(Struct, forbid_unknown_fields=True, kw_only=True):
+    """Base for request bodies: unknown fields are a 400/422, never silently ignored."""
+
+
+# --- model -----------------------------------------------------------------------------------
+
+
+class ModelSpec(_Request, frozen=True):
+    """Which model: exactly one of ``preset``, ``config`` or ``parameters``.
+
+    ``parameters`` alone gives a generic dense decoder (marked approximate); the optional
+    architecture numbers refine it. ``config`` is a Hugging Face ``config.json`` object.
+    """
+
+    preset: (
+        Annotated[str, Meta(min_length=1, max_length=200, description="Preset id, see GET /v1/models.")]
+        | None
+    ) = None
+    config: Annotated[
+        dict[str, Any] | None, Meta(description="A Hugging Face config.json object, posted inline.")
+    ] = None
+    parameters: (
+        Annotated[float, Meta(gt=0, le=1e14, description="Total parameter count (generic dense).")]
+        | None
+    ) = None
+    num_layers: Annotated[int, Meta(ge=1, le=10_000)] | None = None
+    hidden_size: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
+    num_attention_heads: Annotated[int, Meta(ge=1, le=10_000)] | None = None
+    num_kv_heads: Annotated[int, Meta(ge=1, le=10_000)] | None = None
+    head_dim: Annotated[int, Meta(ge=1, le=100_000)] | None = None
+    intermediate_size: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
+    vocab_size: Annotated[int, Meta(ge=1, le=100_000_000)] | None = None
+
+
+# --- workloads (tagged union on ``kind``) ---------------------------------------------------
+
+
+class TrainingWorkload(_Request, frozen=True, tag="training", tag_field="kind"):
+    """Pre-training or fine-tuning. Memory terms follow DESIGN "Training model states"."""
+
+    method: Method = "full"
+    precision: Precision = "bf16-mixed"
+    master_weights_fp32: Annotated[
+        bool, Meta(description="Keep an fp32 master copy of the weights (mixed precision).")
+    ] = True
+    gradient_dtype: Annotated[
+        GradientDtype | None,
+        Meta(description="Gradient dtype; default: the compute dtype (bf16/fp16), fp32 for fp32."),
+    ] = None
+    optimizer: Optimizer = "adamw"
+    sequence_length: SequenceLength = 2048
+    micro_batch_size: Annotated[int, Meta(ge=1, le=65_536)] = 1
+    global_batch_size: Annotated[int, Meta(ge=1, le=100_000_000)] | None = None
+    gradient_checkpointing: Checkpointing = "none"
+    flash_attention: bool = True
+    sharding: Annotated[
+        Sharding | None, Meta(description="ZeRO stage / FSDP; default: chosen by the planner.")
+    ] = None
+    cpu_offload_optimizer: bool = False
+    lora_rank: Annotated[int, Meta(ge=1, le=65_536)] = 16
+    lora_alpha: Annotated[float, Meta(gt=0)] | None = None
+    lora_targets: Annotated[
+        list[Annotated[str, Meta(min_length=1, max_length=100)]],
+        Meta(max_length=64, description='Module names, or ["all-linear"] (the default).'),
+    ] = msgspec.field(default_factory=lambda: ["all-linear"])
+    tokens: (
+        Annotated[float, Meta(gt=0, le=1e16, description="Training tokens to process in total.")]
+        | None
+    ) = None
+    mfu: (
+        Annotated[float, Meta(gt=0, le=1, description="Model-FLOPs utilisation override (0-1).")]
+        | None
+    ) = None
+
+
+class InferenceWorkload(_Request, frozen=True, tag="inference", tag_field="kind"):
+    """Serving. KV cache and engine reservation follow DESIGN "Inference"."""
+
+    weight_dtype: Annotated[
+        Dtype | None,
+        Meta(description="Weight dtype; default: the checkpoint's shipped format, else bf16."),
+    ] = None
+    kv_cache_dtype: Annotated[
+        KvDtype | None, Meta(description="KV cache dtype; default bf16 (fp32 for fp32 weights).")
+    ] = None
+    context_length: SequenceLength = 4096
+    concurrency: Annotated[int, Meta(ge=1, le=1_000_000)] = 1
+    engine: Engine = "vllm"
+    gpu_memory_utilization: Annotated[float, Meta(gt=0, le=1)] = 0.9
+    max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_485_760)] | None = None
+    cuda_graphs: bool = True
+    prompt_tokens: (
+        Annotated[int, Meta(ge=1, le=10_485_760, description="Prompt tokens per request.")] | None
+    ) = None
+    output_tokens: Annotated[int, Meta(ge=1, le=10_485_760)] = 256
+    target_tokens_per_second: (
+        Annotated[float, Meta(gt=0, le=1e12, description="Aggregate output tokens/s to sustain.")]
+        | None
+    ) = None
+    serving_hours: Annotated[
+        float, Meta(gt=0, le=87_600, description="How long the deployment runs (for total cost).")
+    ] = 1.0
+
+
+Workload = TrainingWorkload | InferenceWorkload
+
+
+# --- plan, hardware, constraints ------------------------------------------------------------
+
+
+class PlanSpec(_Request, frozen=True):
+    """A parallel plan. Products must equal the GPUs used: TP x PP x DP = GPUs."""
+
+    tensor_parallel: Annotated[int, Meta(ge=1, le=1024)] = 1
+    pipeline_parallel: Annotated[int, Meta(ge=1, le=1024)] = 1
+    data_parallel: Annotated[int, Meta(ge=1, le=100_000)] = 1
+    expert_parallel: Annotated[int, Meta(ge=1, le=1024)] = 1
+    sharding: Sharding = "none"
+    sequence_parallel: Annotated[
+        bool, Meta(description="Megatron sequence parallelism with TP (activations / TP).")
+    ] = True
+
+
+class HardwareSpec(_Request, frozen=True):
+    gpu: Annotated[str, Meta(min_length=1, max_length=100, description="GPU id or alias.")]
+    gpu_count: Annotated[int, Meta(ge=1, le=100_000)] = 1
+    nodes: Annotated[int, Meta(ge=1, le=10_000)] = 1
+
+
+class Constraints(_Request, frozen=True):
+    providers: list[Annotated[str, Meta(min_length=1, max_length=64)]] | None = None
+    regions: list[Annotated[str, Meta(min_length=1, max_length=64)]] | None = None
+    gpu_types: list[Annotated[str, Meta(min_length=1, max_length=100)]] | None = None
+    spot: SpotPolicy = "forbid"
+    max_price_per_hour_usd: Annotated[float, Meta(gt=0)] | None = None
+    budget_usd: Annotated[float, Meta(gt=0)] | None = None
+    deadline_hours: Annotated[float, Meta(gt=0)] | None = None
+    max_gpus: Annotated[int, Meta(ge=1, le=100_000)] | None = None
+    max_nodes: Annotated[int, Meta(ge=1, le=1024)] = 16
+    min_headroom_fraction: Annotated[float, Meta(ge=0, lt=1)] = 0.0
+
+
+# --- request bodies ----------------------------------------------------------------------
+
+
+class RecommendationRequest(_Request, frozen=True):
+    model: ModelSpec
+    workload: Workload
+    constraints: Constraints = msgspec.field(default_factory=Constraints)
+    objective: Objective = "total_cost"
+    top_k: Annotated[int, Meta(ge=1, le=100)] = 5
+
+
+class EstimateRequest(_Request, frozen=True):
+    model: ModelSpec
+    workload: Workload
+    hardware: HardwareSpec | None = None
+    plan: PlanSpec | None = None
+
+
+class CheckTarget(_Request, frozen=True):
+    """Exactly one form: {provider, instance_type}, {gpu, gpu_count, nodes} or {instance_types}."""
+
+    provider: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
+    instance_type: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
+    gpu: Annotated[str, Meta(min_length=1, max_length=100)] | None = None
+    gpu_count: Annotated[int, Meta(ge=1, le=100_000)] | None = None
+    nodes: Annotated[int, Meta(ge=1, le=10_000)] | None = None
+    instance_types: (
+        Annotated[list[Annotated[str, Meta(min_length=1, max_length=200)]], Meta(min_length=1)]
+        | None
+    ) = None
+
+
+class CheckRequest(_Request, frozen=True):
+    model: ModelSpec
+    workload: Workload
+    target: CheckTarget
+    budget_usd: Annotated[float, Meta(gt=0)] | None = None
+    deadline_hours: Annotated[float, Meta(gt=0)] | None = None
+    min_headroom_fraction: Annotated[float, Meta(ge=0, lt=1)] = 0.0
