@@ -54,3 +54,24 @@ class Offer(Struct, frozen=True, kw_only=True):
     @property
     def price_per_gpu_hour_usd(self) -> float:
         return self.price_per_hour_usd / self.gpu_count
+
+
+class ProviderInfo(Struct, frozen=True, kw_only=True):
+    """Billing and risk facts about one provider, as data with its source.
+
+    Attributes:
+        name: provider id as in offers (``aws``, ``gcp``, ``lambda``...).
+        billing_increment_seconds: usage is rounded up to a multiple of this.
+        billing_minimum_seconds: the least a launch is billed.
+        spot_interruptions_per_hour: expected spot/preemption interruptions per instance-hour
+            (None where the provider has no spot market).
+        storage_price_per_gb_month_usd: object/disk storage price used for checkpoints, if known.
+        source: where the numbers come from (pricing page URL and the date read).
+    """
+
+    name: str
+    billing_increment_seconds: int
+    billing_minimum_seconds: int = 0
+    spot_interruptions_per_hour: float | None = None
+    storage_price_per_gb_month_usd: float | None = None
+    source: str = ""
