@@ -81,8 +81,7 @@ def run_server(settings: Settings) -> None:
                 workers=settings.workers,
                 log_config=None,
                 access_log=False,
-                proxy_headers=True,
-                forwarded_allow_ips=settings.forwarded_allow_ips,
+                proxy_headers=False,  # the app applies X-Forwarded-For itself (any server)
                 timeout_graceful_shutdown=settings.shutdown_timeout_seconds,
                 server_header=False,
             )
@@ -99,6 +98,12 @@ def run_server(settings: Settings) -> None:
                 workers=settings.workers,
                 interface=Interfaces.ASGI,
                 log_level=LogLevels(settings.log_level),
+                # granian's own records go to the root logger configured above (same JSON).
+                log_dictconfig={
+                    "formatters": {},
+                    "handlers": {},
+                    "loggers": {"_granian": {"handlers": [], "propagate": True}},
+                },
                 log_access=False,
                 workers_kill_timeout=settings.shutdown_timeout_seconds,
             ).serve()

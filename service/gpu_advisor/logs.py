@@ -28,7 +28,7 @@ _LIBRARY_LOGGERS: Final = (
     "uvicorn",
     "uvicorn.error",
     "uvicorn.access",
-    "granian",
+    "_granian",
     "granian.access",
     "litestar",
 )

@@ -54,7 +54,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     host: str = "127.0.0.1"
     port: Annotated[int, Meta(ge=1, le=65535)] = 8000
     workers: Annotated[int, Meta(ge=1, le=64)] = 1
-    server: Server = "uvicorn"
+    server: Server = "granian"
     log_level: LogLevel = "info"
     log_format: LogFormat = "json"
     redis_url: str | None = None
@@ -228,6 +228,16 @@ VARIABLES: Final[tuple[Variable, ...]] = (
 
 _BY_FIELD: Final = {v.field: v for v in VARIABLES}
 _FIELD_IN_MESSAGE = re.compile(r"\s*-\s*at `\$\.(?P<field>[a-z_]+)(?:\[\d+\])?`$")
+
+
+def default_text(variable: Variable) -> str:
+    """The variable's default as docs/configuration.md writes it (``(unset)`` for none)."""
+    value = getattr(Settings(), variable.field)
+    if value is None or value == ():
+        return "(unset)"
+    if isinstance(value, tuple):
+        return ",".join(str(item) for item in value)
+    return str(value)
 
 
 def _env(field: str) -> str:

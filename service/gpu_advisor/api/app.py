@@ -194,4 +194,4 @@ def create_app(
         state=State({"settings": settings, "metrics": metrics, "lifecycle": lifecycle}),
         logging_config=None,
     )
-    return wrap_app(app)
+    return wrap_app(app, forwarded_allow_ips=settings.forwarded_allow_ips)

@@ -20,6 +20,7 @@ from typing import Any, Final
 import structlog
 from litestar import Litestar
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from gpu_advisor.logs import get_logger
 
@@ -107,12 +108,16 @@ class RequestContextMiddleware:
                     _log.info("request", **fields)
 
 
-def wrap_app(app: Litestar) -> Litestar:
-    """Put :class:`RequestContextMiddleware` around Litestar's outermost handler.
+def wrap_app(app: Litestar, *, forwarded_allow_ips: str = "127.0.0.1") -> Litestar:
+    """Put the outer layers around Litestar's outermost handler: X-Forwarded-For from trusted
+    proxies (uvicorn's ``ProxyHeadersMiddleware``, so the client address is right under any
+    server, which the per-client rate limit needs), then :class:`RequestContextMiddleware`.
 
     ``Litestar.asgi_handler`` is the exception-wrapped router that ``Litestar.__call__`` runs
     for every HTTP request, matched route or not; app-level ``middleware=`` only runs for
     matched routes (Litestar 2.x ``Litestar._create_asgi_handler``).
     """
-    app.asgi_handler = RequestContextMiddleware(app.asgi_handler)
+    trusted = [host.strip() for host in forwarded_allow_ips.split(",") if host.strip()]
+    inner = ProxyHeadersMiddleware(app.asgi_handler, trusted_hosts=trusted)  # type: ignore[arg-type]
+    app.asgi_handler = RequestContextMiddleware(inner)  # type: ignore[arg-type]
     return app
