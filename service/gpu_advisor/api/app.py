@@ -15,7 +15,7 @@ import msgspec
 from litestar import Litestar, Response, get
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.middleware.rate_limit import RateLimitConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
@@ -76,14 +76,14 @@ def healthz() -> dict[str, str]:
     summary="Readiness",
     responses={},
 )
-def readyz(lifecycle: Lifecycle) -> Response[Readiness]:
+def readyz(lifecycle: NamedDependency[Lifecycle]) -> Response[Readiness]:
     """Readiness: 200 once start-up has finished, 503 while starting or shutting down."""
     status = HTTP_200_OK if lifecycle.phase == "ready" else HTTP_503_SERVICE_UNAVAILABLE
     return Response(Readiness(status=lifecycle.phase, version=__version__), status_code=status)
 
 
 @get("/metrics", sync_to_thread=False, include_in_schema=False)
-def metrics_endpoint(metrics: Metrics) -> Response[bytes]:
+def metrics_endpoint(metrics: NamedDependency[Metrics]) -> Response[bytes]:
     """Prometheus text exposition (see :mod:`gpu_advisor.metrics`)."""
     body, content_type = metrics.exposition()
     return Response(body, media_type=content_type)
