@@ -1,6 +1,7 @@
 """The ``gpu-advisor`` command line (typer).
 
-``gpu-advisor serve [--host H] [--port P] [--workers N]`` starts the HTTP service. Options
+``gpu-advisor serve [--host H] [--port P] [--workers N]`` starts the HTTP service;
+``gpu-advisor healthcheck`` probes it (the container's HEALTHCHECK). Options
 override the environment (``GPU_ADVISOR_HOST``, ``GPU_ADVISOR_PORT``, ``GPU_ADVISOR_WORKERS``;
 docs/configuration.md). Invalid settings print ``invalid setting <VARIABLE>: <what to fix>``
 and exit with status 2. Other commands (check, estimate, recommend) join the same ``app``.
@@ -59,10 +60,37 @@ def serve(
     run_server(settings)
 
 
-def run_server(settings: Settings) -> None:
+@app.command()
+def healthcheck(
+    timeout_seconds: Annotated[float, typer.Option(min=0.1, max=60, help="Request timeout.")] = 3.0,
+) -> None:
+    """Exit 0 when this container's service answers GET /healthz (the image's HEALTHCHECK)."""
+    import urllib.request
+
+    from gpu_advisor.asgi import load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        typer.echo(f"gpu-advisor: invalid setting {exc}", err=True)
+        raise typer.Exit(2) from None
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    url = f"http://{host}:{settings.port}/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_seconds) as response:  # noqa: S310
+            healthy = response.status == 200
+    except OSError as exc:
+        typer.echo(f"unhealthy: {url}: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if not healthy:
+        raise typer.Exit(1)
+
+
+def run_server(settings: Settings, factory: str = ASGI_FACTORY) -> None:
     """Run the configured ASGI server in this process until SIGTERM/SIGINT.
 
-    Each worker builds the application with :data:`ASGI_FACTORY`; on SIGTERM the server stops
+    Each worker builds the application with ``factory`` (an import string, by default
+    :data:`ASGI_FACTORY`); on SIGTERM the server stops
     accepting connections, lets in-flight requests finish for up to
     ``settings.shutdown_timeout_seconds``, then runs the lifespan shutdown (closing Redis).
     """
@@ -74,7 +102,7 @@ def run_server(settings: Settings) -> None:
             import uvicorn
 
             uvicorn.run(
-                ASGI_FACTORY,
+                factory,
                 factory=True,
                 host=settings.host,
                 port=settings.port,
@@ -91,7 +119,7 @@ def run_server(settings: Settings) -> None:
             from granian.server import Server
 
             Server(
-                ASGI_FACTORY,
+                factory,
                 factory=True,
                 address=settings.host,
                 port=settings.port,
