@@ -64,7 +64,9 @@ def _drop_color_message(_: WrappedLogger, __: str, event_dict: EventDict) -> Eve
     return event_dict
 
 
-def configure_logging(level: str = "info", fmt: str = "json", stream: IO[str] | None = None) -> None:
+def configure_logging(
+    level: str = "info", fmt: str = "json", stream: IO[str] | None = None
+) -> None:
     """Configure structlog and the standard library's root logger (process-wide, once).
 
     Args:

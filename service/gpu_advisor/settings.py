@@ -133,7 +133,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
             if origin != "*" and not _ORIGIN.match(origin):
                 raise SettingsError(
                     _env("cors_allow_origins"),
-                    f"{origin!r} is not an origin; use '*' or scheme://host[:port], comma-separated",
+                    f"{origin!r} is not an origin; use '*' or scheme://host[:port], "
+                    "comma-separated",
                 )
         if not self.host or any(ch.isspace() for ch in self.host):
             raise SettingsError(_env("host"), "must be an interface address such as 0.0.0.0")

@@ -18,7 +18,9 @@ def log_stream() -> Iterator[io.StringIO]:
     then put back the root logger's handlers (pytest's capture) and structlog's defaults."""
     root = logging.getLogger()
     saved_handlers, saved_level = list(root.handlers), root.level
-    saved_disabled = {n: logging.getLogger(n).disabled for n in ("uvicorn.access", "granian.access")}
+    saved_disabled = {
+        n: logging.getLogger(n).disabled for n in ("uvicorn.access", "granian.access")
+    }
     stream = io.StringIO()
     configure_logging("debug", "json", stream=stream)
     try:

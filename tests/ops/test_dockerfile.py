@@ -46,7 +46,8 @@ def test_two_stages_dependencies_from_the_lock_before_the_package() -> None:
 def test_runtime_stage_is_non_root_read_only_friendly_and_labelled() -> None:
     stage = runtime_stage()
     users = [line.split()[1] for line in stage if line.startswith("USER ")]
-    assert users and re.fullmatch(r"[1-9]\d*:[1-9]\d*", users[-1])  # numeric uid:gid, not 0
+    assert users
+    assert re.fullmatch(r"[1-9]\d*:[1-9]\d*", users[-1])  # numeric uid:gid, not 0
     assert not any(re.search(r"apt-get|gcc|build-essential|pip install", line) for line in stage)
     env = image_env()
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"

@@ -20,9 +20,7 @@ def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
 
 
 def value(text: str, name: str, **labels: str) -> float:
-    matches = [
-        v for (n, ls), v in samples(text).items() if n == name and set(labels.items()) <= ls
-    ]
+    matches = [v for (n, ls), v in samples(text).items() if n == name and set(labels.items()) <= ls]
     assert len(matches) == 1, (name, labels, matches)
     return matches[0]
 
@@ -63,10 +61,19 @@ def test_metrics_expose_http_and_service_series_after_a_few_requests() -> None:
     assert value(text, "gpu_advisor_compute_seconds_sum", endpoint="recommendations") == 0.02
     assert value(text, "gpu_advisor_compute_seconds_count", endpoint="estimate") == 1
     assert value(text, "gpu_advisor_catalog_offers", source="skypilot") == 1234
-    assert value(text, "gpu_advisor_catalog_age_seconds", source="skypilot") == 600  # now - (now - 600)
-    assert value(text, "gpu_advisor_catalog_fetched_timestamp_seconds", source="skypilot") == now - 600
     assert (
-        value(text, "gpu_advisor_catalog_rows_dropped_total", source="skypilot", reason="price_not_positive")
+        value(text, "gpu_advisor_catalog_age_seconds", source="skypilot") == 600
+    )  # now - (now - 600)
+    assert (
+        value(text, "gpu_advisor_catalog_fetched_timestamp_seconds", source="skypilot") == now - 600
+    )
+    assert (
+        value(
+            text,
+            "gpu_advisor_catalog_rows_dropped_total",
+            source="skypilot",
+            reason="price_not_positive",
+        )
         == 7
     )
     assert value(text, "gpu_advisor_catalog_refresh_failures_total", source="gpuhunt") == 1
@@ -84,7 +91,9 @@ def test_catalog_age_grows_between_scrapes() -> None:
     clock[0] = 5_060.0
     second = metrics.exposition()[0].decode()
     assert value(first, "gpu_advisor_catalog_age_seconds", source="bundled") == 1_000  # 5000 - 4000
-    assert value(second, "gpu_advisor_catalog_age_seconds", source="bundled") == 1_060  # 5060 - 4000
+    assert (
+        value(second, "gpu_advisor_catalog_age_seconds", source="bundled") == 1_060
+    )  # 5060 - 4000
 
 
 def test_scrapes_are_not_rate_limited_or_counted_as_routes() -> None:
@@ -117,8 +126,11 @@ def test_catalog_package_does_not_import_prometheus() -> None:
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
                 names = (
-                    [a.name for a in node.names] if isinstance(node, ast.Import) else
-                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
                 )
                 for name in names:
                     assert not name.startswith(("prometheus_client", "gpu_advisor.metrics")), path

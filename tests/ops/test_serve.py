@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tests.ops.serving import (
     REPO,
     base_env,
@@ -50,7 +49,7 @@ def test_port_option_overrides_the_environment() -> None:
     )
     try:
         wait_for(f"http://127.0.0.1:{option_port}/healthz", proc)
-        with pytest.raises(OSError):
+        with pytest.raises(ConnectionRefusedError):
             get(f"http://127.0.0.1:{env_port}/healthz", timeout=1.0)
     finally:
         stop(proc)

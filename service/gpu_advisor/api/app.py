@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import msgspec
 from litestar import Litestar, Response, get
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
+from litestar.exceptions import HTTPException
 from litestar.middleware.rate_limit import RateLimitConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
-from litestar.exceptions import HTTPException
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
-from litestar.types import ControllerRouterHandler, Scope
+from litestar.types import ControllerRouterHandler, ExceptionHandlersMap, Scope
 
 from gpu_advisor import __version__
 from gpu_advisor.api.middleware import wrap_app
@@ -183,7 +183,7 @@ def create_app(
     provided.update({name: _constant(value) for name, value in (dependencies or {}).items()})
     app = Litestar(
         route_handlers=[healthz, readyz, metrics_endpoint, *route_handlers],
-        exception_handlers=EXCEPTION_HANDLERS,
+        exception_handlers=cast("ExceptionHandlersMap", EXCEPTION_HANDLERS),
         openapi_config=openapi_config(),
         lifespan=[lifespan],
         after_exception=[log_unexpected],

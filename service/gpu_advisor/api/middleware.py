@@ -14,12 +14,11 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any, Final
 
 import structlog
 from litestar import Litestar
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from gpu_advisor.logs import get_logger
@@ -45,6 +44,13 @@ _QUIET_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 
 _log = get_logger("gpu_advisor.access")
 
+# Plain ASGI shapes (Litestar's Scope union has no lifespan member, which this layer passes on).
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
 
 def request_id_from(headers: Iterable[tuple[bytes, bytes]]) -> str:
     """The caller's ``X-Request-ID`` when sane, else a fresh UUID4 (32 hex digits)."""
@@ -68,7 +74,7 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send)
             return
         request_id = request_id_from(scope["headers"])
-        scope.setdefault("state", {})["request_id"] = request_id  # type: ignore[typeddict-unknown-key]
+        scope.setdefault("state", {})["request_id"] = request_id
         path: str = scope["path"]
         started = time.perf_counter()
         status = 500
@@ -87,7 +93,7 @@ class RequestContextMiddleware:
                 if b"cache-control" not in present and content_type.startswith(_JSON_TYPES):
                     extra.append((b"cache-control", b"no-store"))
                 extra.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
-                message = {**message, "headers": headers + extra}  # type: ignore[typeddict-item]
+                message = {**message, "headers": headers + extra}
             await send(message)
 
         with structlog.contextvars.bound_contextvars(request_id=request_id):
@@ -119,5 +125,5 @@ def wrap_app(app: Litestar, *, forwarded_allow_ips: str = "127.0.0.1") -> Litest
     """
     trusted = [host.strip() for host in forwarded_allow_ips.split(",") if host.strip()]
     inner = ProxyHeadersMiddleware(app.asgi_handler, trusted_hosts=trusted)  # type: ignore[arg-type]
-    app.asgi_handler = RequestContextMiddleware(inner)  # type: ignore[arg-type]
+    app.asgi_handler = RequestContextMiddleware(inner)  # type: ignore[assignment,arg-type]
     return app
