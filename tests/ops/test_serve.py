@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,7 @@ def test_port_option_overrides_the_environment() -> None:
     )
     try:
         wait_for(f"http://127.0.0.1:{option_port}/healthz", proc)
-        with pytest.raises(ConnectionRefusedError):
+        with pytest.raises(urllib.error.URLError, match="Connection refused"):
             get(f"http://127.0.0.1:{env_port}/healthz", timeout=1.0)
     finally:
         stop(proc)
