@@ -81,7 +81,7 @@ _GROUP_VERSION = re.compile(r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)$")
 class _Handler(BaseHTTPRequestHandler):
     server_version = "fake-kube"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet."""
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
@@ -115,7 +115,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.created.append(body)  # type: ignore[attr-defined]
         self._send(201, body)
 
-    do_PUT = do_PATCH = do_POST
+    def do_PUT(self) -> None:
+        self.do_POST()
+
+    def do_PATCH(self) -> None:
+        self.do_POST()
 
     def do_DELETE(self) -> None:
         self._send(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})

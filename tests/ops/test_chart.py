@@ -17,7 +17,6 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-
 from tests.ops.fake_kube import FakeKube
 from tests.ops.serving import REPO, runtime_stage
 
@@ -195,7 +194,8 @@ def test_security_settings_are_rendered(which: str, request: pytest.FixtureReque
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     config = one(docs, "ConfigMap")["data"]
     assert str(ports["http"]) == config["GPU_ADVISOR_PORT"]
-    assert pod["terminationGracePeriodSeconds"] > int(config["GPU_ADVISOR_SHUTDOWN_TIMEOUT_SECONDS"])
+    shutdown_seconds = int(config["GPU_ADVISOR_SHUTDOWN_TIMEOUT_SECONDS"])
+    assert pod["terminationGracePeriodSeconds"] > shutdown_seconds
     # The test hook pod runs locked down as well.
     hook = one(docs, "Pod")["spec"]
     assert hook["securityContext"]["runAsNonRoot"] is True
