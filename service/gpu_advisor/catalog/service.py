@@ -49,6 +49,7 @@ from gpu_advisor.catalog.sources import (
 )
 from gpu_advisor.core.gpus import GpuCatalog
 from gpu_advisor.core.normalize import NormalizeContext, SourceStats
+from gpu_advisor.core.offer_query import OfferIndex
 from gpu_advisor.core.offers import Offer, ProviderInfo
 
 __all__ = [
@@ -218,6 +219,7 @@ class CatalogService:
         self._revalidating = asyncio.Lock()
         self._loop_task: asyncio.Task[None] | None = None
         self._snapshot_versions: list[str] = []
+        self._index: tuple[str, OfferIndex] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -257,6 +259,16 @@ class CatalogService:
     async def snapshot(self) -> CatalogSnapshot:
         """The current catalog (never raises, never touches Redis or a source)."""
         return self._snapshot
+
+    async def indexed(self) -> tuple[CatalogSnapshot, OfferIndex]:
+        """The snapshot and its query index (built once per catalog version, in a thread)."""
+        snap = self._snapshot
+        cached = self._index
+        if cached is not None and cached[0] == snap.version:
+            return snap, cached[1]
+        index = await asyncio.to_thread(OfferIndex, snap.offers)
+        self._index = (snap.version, index)
+        return snap, index
 
     @property
     def cache_degraded(self) -> bool:
