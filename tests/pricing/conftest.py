@@ -71,3 +71,8 @@ def skypilot_server() -> Iterator[CountingServer]:
     server = CountingServer(SKYPILOT_DIR).start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
