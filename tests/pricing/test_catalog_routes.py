@@ -41,11 +41,14 @@ async def test_offers_filtered_by_alias_sorted_and_paged(client: AsyncTestClient
     r = await client.get("/v1/offers", params={"gpu": "a100-80gb", "min_gpus": 8, "limit": 5})
     assert r.status_code == 200
     body = r.json()
-    assert body["limit"] == 5 and body["offset"] == 0 and body["total"] >= len(body["offers"])
+    assert body["limit"] == 5
+    assert body["offset"] == 0
+    assert body["total"] >= len(body["offers"])
     prices = [o["price_per_hour_usd"] for o in body["offers"]]
     assert prices == sorted(prices)
     for o in body["offers"]:
-        assert o["gpu"] == "A100-SXM-80GB" and o["gpu_count"] >= 8
+        assert o["gpu"] == "A100-SXM-80GB"
+        assert o["gpu_count"] >= 8
     assert body["catalog"]["version"]
     page2 = (
         await client.get(
@@ -102,9 +105,11 @@ async def test_invalid_filters_name_the_parameter(
 async def test_catalog_status(client: AsyncTestClient[Litestar]) -> None:
     body = (await client.get("/v1/catalog")).json()
     (bundled,) = body["sources"]
-    assert bundled["name"] == "bundled" and bundled["fetched_at"] == "2026-11-30T00:00:00Z"
+    assert bundled["name"] == "bundled"
+    assert bundled["fetched_at"] == "2026-11-30T00:00:00Z"
     assert bundled["offers"] == body["offers"] > 2000
-    assert bundled["dropped"]["tpu"] == 1584 and "spot_placeholder" in bundled["corrected"]
+    assert bundled["dropped"]["tpu"] == 1584
+    assert "spot_placeholder" in bundled["corrected"]
     assert body["cache"] == {
         "backend": "memory",
         "degraded": False,
@@ -115,7 +120,8 @@ async def test_catalog_status(client: AsyncTestClient[Litestar]) -> None:
 
 async def test_refresh_auth(client: AsyncTestClient[Litestar]) -> None:
     r = await client.post("/v1/catalog/refresh")
-    assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+    assert r.status_code == 401
+    assert r.headers["www-authenticate"] == "Bearer"
     assert (
         await client.post("/v1/catalog/refresh", headers={"Authorization": "Basic x"})
     ).status_code == 401
@@ -123,7 +129,8 @@ async def test_refresh_auth(client: AsyncTestClient[Litestar]) -> None:
         await client.post("/v1/catalog/refresh", headers={"Authorization": "Bearer nope"})
     ).status_code == 403
     ok = await client.post("/v1/catalog/refresh", headers={"Authorization": "Bearer s3cret"})
-    assert ok.status_code == 200 and ok.json()["failed"] == {}
+    assert ok.status_code == 200
+    assert ok.json()["failed"] == {}
 
 
 async def test_refresh_disabled_without_token() -> None:
@@ -136,4 +143,5 @@ async def test_gpus(client: AsyncTestClient[Litestar]) -> None:
     body = (await client.get("/v1/gpus")).json()
     assert body["as_of"] == "2026-11-30"
     h100 = next(g for g in body["gpus"] if g["id"] == "H100-SXM-80GB")
-    assert h100["memory_bytes"] == 80 * GIB and h100["memory_exposed_bytes"] == 81559 * 2**20
+    assert h100["memory_bytes"] == 80 * GIB
+    assert h100["memory_exposed_bytes"] == 81559 * 2**20

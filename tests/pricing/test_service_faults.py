@@ -56,7 +56,8 @@ async def test_source_fault_keeps_last_good(
         first = await service.refresh(force=True)
         assert first.fetched == ("skypilot",)
         good = await service.snapshot()
-        assert good.offers and all(o.source == "skypilot" for o in good.offers)
+        assert good.offers
+        assert all(o.source == "skypilot" for o in good.offers)
         if fault == "500":
             skypilot_server.fail_status = 500
         elif fault == "timeout":
@@ -86,7 +87,9 @@ async def test_start_does_not_wait_for_a_slow_source(skypilot_server: CountingSe
     try:
         assert time.monotonic() - t0 < 0.5
         snap = await service.snapshot()
-        assert snap.offers and snap.sources[0].name == "bundled" and snap.sources[0].fallback
+        assert snap.offers
+        assert snap.sources[0].name == "bundled"
+        assert snap.sources[0].fallback
     finally:
         skypilot_server.stall_seconds = 0
         await service.close()
@@ -110,7 +113,8 @@ async def test_two_instances_refreshing_at_once_fetch_once(
         assert ra.fetched + ra.shared == ("skypilot",)
         assert rb.fetched + rb.shared == ("skypilot",)
         sa, sb = await a.snapshot(), await b.snapshot()
-        assert sa.version == sb.version and sa.offers == sb.offers
+        assert sa.version == sb.version
+        assert sa.offers == sb.offers
     finally:
         skypilot_server.stall_seconds = 0
         await a.close()
@@ -179,7 +183,8 @@ async def test_redis_stopped_mid_run(
         snap = await service.snapshot()
         assert snap.offers == good.offers
         health = await service.health()
-        assert health.degraded is True and health.backend == "redis"
+        assert health.degraded is True
+        assert health.backend == "redis"
         assert service.cache_degraded
 
         spare_redis.start()  # same port; the service is not restarted
