@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 
 from gpu_advisor.catalog.gpu_table import load_gpu_catalog
 from gpu_advisor.core.gpus import GpuCatalog, resolve_gpu, resolve_gpu_detailed
 
-SPECS = Path("/work/shared/data/gpu-specs/gpu_specs.csv")
+from .conftest import SHARED_DATA
+
+SPECS = SHARED_DATA / "gpu-specs" / "gpu_specs.csv"
 MIB = 2**20
 GIB = 2**30
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import msgspec
 from msgspec import Meta, Struct
 
 SourceName = Literal["bundled", "skypilot", "gpuhunt", "table"]
@@ -28,6 +29,13 @@ DEFAULT_SKYPILOT_CLOUDS: tuple[str, ...] = (
     "hyperbolic",
     "mithril",
 )
+
+DEFAULT_TTLS: dict[str, float] = {
+    "bundled": 86400.0,
+    "skypilot": 6 * 3600.0,
+    "gpuhunt": 6 * 3600.0,
+    "table": 300.0,
+}
 
 Seconds = Annotated[float, Meta(gt=0, le=7 * 86400)]
 
@@ -68,12 +76,7 @@ class CatalogConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     skypilot_clouds: tuple[str, ...] = DEFAULT_SKYPILOT_CLOUDS
     gpuhunt_url: str | None = None
     table_path: str | None = None
-    ttl_seconds: dict[str, float] = {
-        "bundled": 86400.0,
-        "skypilot": 6 * 3600.0,
-        "gpuhunt": 6 * 3600.0,
-        "table": 300.0,
-    }
+    ttl_seconds: dict[str, float] = msgspec.field(default_factory=lambda: dict(DEFAULT_TTLS))
     last_good_ttl_seconds: Seconds = 7 * 86400.0
     redis_url: str | None = None
     key_prefix: str = "gpu-advisor:v1"

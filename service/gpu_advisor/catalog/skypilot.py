@@ -137,8 +137,10 @@ def _read(text: str) -> list[dict[str, str]]:
         rows: list[dict[str, str]] = []
         canon = {h: next((c for c in _ALL_COLUMNS if c.lower() == h.lower()), h) for h in header}
         for row in reader:
-            if None in row:  # more cells than header columns: a broken or truncated file
+            if None in row:  # more cells than header columns: a broken file
                 raise SkyPilotFormatError(f"row {reader.line_num} has extra cells")
+            if any(v is None for v in row.values()):  # fewer cells: a truncated file
+                raise SkyPilotFormatError(f"row {reader.line_num} is short (truncated file?)")
             rows.append({canon[k]: (v or "") for k, v in row.items()})
         return rows
     except csv.Error as exc:
