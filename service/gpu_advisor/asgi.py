@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from litestar import Litestar
 
 from gpu_advisor.api.app import create_app
+from gpu_advisor.api.routes.catalog import CATALOG_ROUTES
+from gpu_advisor.catalog.service import CatalogService
 from gpu_advisor.logs import configure_logging
 from gpu_advisor.metrics import Metrics
 from gpu_advisor.settings import Settings, SettingsError
@@ -36,10 +38,14 @@ def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Lites
     environ = os.environ if environ is None else environ
     configure_logging(settings.log_level, settings.log_format)
     metrics = Metrics(multiprocess_mode=bool(environ.get(MULTIPROC_VARIABLE)))
-    # The pricing catalog (gpu_advisor.catalog) and the areas' routes are added here as they
-    # land: CatalogService(CatalogConfig(**settings.catalog_config()), observer=metrics) goes
-    # into ``services`` and ``dependencies``.
-    return create_app(settings, metrics=metrics)
+    catalog = CatalogService(settings.catalog_config(), observer=metrics)
+    return create_app(
+        settings,
+        metrics=metrics,
+        services=[catalog],
+        route_handlers=[*CATALOG_ROUTES],
+        dependencies={"catalog": catalog, "gpus": catalog.gpus},
+    )
 
 
 def create() -> Litestar:

@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 import msgspec
 from msgspec import Meta
 
+from gpu_advisor.catalog.config import DEFAULT_TTLS, CatalogConfig
+
 Source = Literal["bundled", "skypilot", "gpuhunt", "table"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 LogFormat = Literal["json", "console"]
@@ -148,26 +150,25 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
             view["redis_url"] = mask_url_password(self.redis_url)
         return view
 
-    def catalog_config(self) -> dict[str, Any]:
-        """The values the pricing catalog is configured with (``CatalogConfig(**...)``).
-
-        Kept to plain values so this module does not import the catalog package; the
-        composition root passes them through.
-        """
-        return {
-            "sources": self.sources,
-            "skypilot_url": self.skypilot_url,
-            "gpuhunt_url": self.gpuhunt_url,
-            "table_path": self.table_path,
-            "ttl_seconds": {
-                "skypilot": self.skypilot_ttl_seconds,
-                "gpuhunt": self.gpuhunt_ttl_seconds,
-                "table": self.table_ttl_seconds,
+    def catalog_config(self) -> CatalogConfig:
+        """The pricing catalog's configuration: sources, their URLs and TTLs, Redis, the admin
+        token and the outbound timeout (the other CatalogConfig fields keep their defaults)."""
+        return CatalogConfig(
+            sources=self.sources,
+            skypilot_url=self.skypilot_url,
+            gpuhunt_url=self.gpuhunt_url,
+            table_path=self.table_path,
+            ttl_seconds={
+                **DEFAULT_TTLS,
+                "skypilot": float(self.skypilot_ttl_seconds),
+                "gpuhunt": float(self.gpuhunt_ttl_seconds),
+                "table": float(self.table_ttl_seconds),
             },
-            "timeout_seconds": self.source_timeout_seconds,
-            "redis_url": self.redis_url,
-            "admin_token": self.admin_token,
-        }
+            http_connect_timeout_seconds=min(5.0, self.source_timeout_seconds),
+            http_read_timeout_seconds=self.source_timeout_seconds,
+            redis_url=self.redis_url,
+            admin_token=self.admin_token,
+        )
 
 
 class Variable(msgspec.Struct, frozen=True, kw_only=True):

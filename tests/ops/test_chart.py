@@ -17,6 +17,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
+
 from tests.ops.fake_kube import FakeKube
 from tests.ops.serving import REPO, runtime_stage
 

@@ -3,6 +3,7 @@ on a read-only filesystem, graceful shutdown."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -14,6 +15,7 @@ import urllib.error
 from pathlib import Path
 
 import pytest
+
 from tests.ops.serving import (
     REPO,
     base_env,
@@ -193,3 +195,67 @@ def test_sigterm_lets_in_flight_requests_finish_then_closes_services(
     # granian exits 0; uvicorn re-raises the SIGTERM it handled once it has shut down cleanly.
     assert proc.returncode in (0, -signal.SIGTERM), out
     assert marker.read_text(encoding="utf-8") == "closed"  # lifespan closed the service
+
+
+TABLE_CSV = (
+    "provider,instance_type,region,gpu,gpu_count,price_per_hour_usd,vcpus,ram_gib\n"
+    "onprem,dgx-h100,eu-home-1,H100,8,20.0,224,2048\n"
+    "onprem,l4-box,eu-home-1,L4,1,0.5,16,64\n"
+)
+
+
+def catalog_sources(port: int) -> dict[str, dict[str, object]]:
+    status, _, body = get(f"http://127.0.0.1:{port}/v1/catalog")
+    assert status == 200
+    return {s["name"]: s for s in json.loads(body)["sources"]}
+
+
+def test_sources_and_ttl_come_from_the_environment(tmp_path: Path) -> None:
+    table = tmp_path / "offers.csv"
+    table.write_text(TABLE_CSV, encoding="utf-8")
+    port = free_port()
+    env = {
+        "GPU_ADVISOR_PORT": str(port),
+        "GPU_ADVISOR_SOURCES": "bundled,table",
+        "GPU_ADVISOR_TABLE_PATH": str(table),
+        "GPU_ADVISOR_TABLE_TTL_SECONDS": "120",
+    }
+    proc = start([*GPU_ADVISOR, "serve"], base_env(env))
+    try:
+        wait_for(f"http://127.0.0.1:{port}/readyz", proc)
+        deadline = time.monotonic() + 20  # the table is read in the background after start
+        while (
+            time.monotonic() < deadline
+            and catalog_sources(port).get("table", {}).get("offers") != 2
+        ):
+            time.sleep(0.2)
+        sources = catalog_sources(port)
+        assert list(sources) == ["bundled", "table"]
+        assert sources["table"]["offers"] == 2  # the two rows of TABLE_CSV
+        assert sources["table"]["ttl_seconds"] == 120  # GPU_ADVISOR_TABLE_TTL_SECONDS
+        offers = json.loads(get(f"http://127.0.0.1:{port}/v1/offers?provider=onprem")[2])
+        assert sorted(o["instance_type"] for o in offers["offers"]) == ["dgx-h100", "l4-box"]
+        metrics = get(f"http://127.0.0.1:{port}/metrics")[2].decode()
+        assert 'gpu_advisor_catalog_offers{source="table"} 2.0' in metrics
+        assert 'gpu_advisor_catalog_age_seconds{source="table"}' in metrics
+    finally:
+        stop(proc)
+
+
+def test_default_sources_are_the_bundled_snapshot_only() -> None:
+    port = free_port()
+    proc = start([*GPU_ADVISOR, "serve"], base_env({"GPU_ADVISOR_PORT": str(port)}))
+    try:
+        wait_for(f"http://127.0.0.1:{port}/readyz", proc)
+        sources = catalog_sources(port)
+        assert list(sources) == ["bundled"]
+        assert sources["bundled"]["ttl_seconds"] == 86_400  # the catalog's default for bundled
+        ready = json.loads(get(f"http://127.0.0.1:{port}/readyz")[2])
+        assert ready["cache"] == {
+            "backend": "memory",  # no REDIS_URL: the in-process cache
+            "degraded": False,
+            "last_error": None,
+            "catalog_version": ready["cache"]["catalog_version"],
+        }
+    finally:
+        stop(proc)

@@ -136,9 +136,12 @@ def test_catalog_config_carries_sources_urls_ttls_and_redis() -> None:
         }
     )
     config = settings.catalog_config()
-    assert config["sources"] == ("skypilot", "table")
-    assert config["skypilot_url"] == "/data/skypilot"
-    assert config["table_path"] == "/data/offers.csv"
-    assert config["ttl_seconds"] == {"skypilot": 900, "gpuhunt": 21_600, "table": 300}
-    assert config["redis_url"] == "redis://r:6379/0"
-    assert config["admin_token"] == TOKEN
+    assert config.sources == ("skypilot", "table")
+    assert config.skypilot_url == "/data/skypilot"
+    assert config.table_path == "/data/offers.csv"
+    assert config.ttl_for("skypilot") == 900
+    assert config.ttl_for("gpuhunt") == 6 * 3600  # GPU_ADVISOR_GPUHUNT_TTL_SECONDS default
+    assert config.ttl_for("table") == 300
+    assert config.redis_url == "redis://r:6379/0"
+    assert config.admin_token == TOKEN
+    assert config.http_read_timeout_seconds == 20.0  # GPU_ADVISOR_SOURCE_TIMEOUT_SECONDS

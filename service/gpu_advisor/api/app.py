@@ -26,6 +26,7 @@ from litestar.types import ControllerRouterHandler, ExceptionHandlersMap, Scope
 from gpu_advisor import __version__
 from gpu_advisor.api.middleware import wrap_app
 from gpu_advisor.api.problems import EXCEPTION_HANDLERS
+from gpu_advisor.catalog.service import CacheHealth
 from gpu_advisor.core.errors import DomainError
 from gpu_advisor.logs import get_logger
 from gpu_advisor.metrics import Metrics, http_metrics_config
@@ -57,10 +58,16 @@ class Lifecycle:
 
 
 class Readiness(msgspec.Struct, frozen=True, kw_only=True):
-    """``GET /readyz`` body. ``status``: ``ready`` (200), ``starting`` or ``stopping`` (503)."""
+    """``GET /readyz`` body.
+
+    ``status``: ``ready`` (200), ``starting`` or ``stopping`` (503). ``cache``: the catalog's
+    cache backend and whether it is degraded (Redis unreachable: answers come from memory and
+    the pod stays ready, DESIGN "Pricing catalog and cache").
+    """
 
     status: str
     version: str
+    cache: CacheHealth | None = None
 
 
 @get("/healthz", sync_to_thread=False, tags=["operations"], summary="Liveness")
@@ -69,17 +76,14 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@get(
-    "/readyz",
-    sync_to_thread=False,
-    tags=["operations"],
-    summary="Readiness",
-    responses={},
-)
-def readyz(lifecycle: NamedDependency[Lifecycle]) -> Response[Readiness]:
+@get("/readyz", tags=["operations"], summary="Readiness")
+async def readyz(lifecycle: NamedDependency[Lifecycle], state: State) -> Response[Readiness]:
     """Readiness: 200 once start-up has finished, 503 while starting or shutting down."""
+    catalog = state.get("catalog")
+    cache = await catalog.health() if lifecycle.phase == "ready" and catalog is not None else None
     status = HTTP_200_OK if lifecycle.phase == "ready" else HTTP_503_SERVICE_UNAVAILABLE
-    return Response(Readiness(status=lifecycle.phase, version=__version__), status_code=status)
+    body = Readiness(status=lifecycle.phase, version=__version__, cache=cache)
+    return Response(body, status_code=status)
 
 
 @get("/metrics", sync_to_thread=False, include_in_schema=False)
@@ -129,8 +133,9 @@ def create_app(
         metrics: the Prometheus series; a fresh :class:`Metrics` when omitted.
         services: opened in order at start-up, closed in reverse order at shutdown.
         route_handlers: the areas' routes, added to the operational ones.
-        dependencies: more values handlers receive by name (``catalog``, ...); ``settings``,
-            ``metrics`` and ``lifecycle`` are always provided.
+        dependencies: more values handlers receive by name (``catalog``, ``gpus``, ...) and
+            find in ``app.state``; ``settings``, ``metrics`` and ``lifecycle`` are always
+            provided. A ``catalog`` with ``async health()`` is reported by ``/readyz``.
     """
     settings = settings if settings is not None else Settings()
     metrics = metrics if metrics is not None else Metrics()
@@ -191,7 +196,14 @@ def create_app(
         cors_config=cors,
         dependencies=provided,
         request_max_body_size=settings.max_request_body_bytes,
-        state=State({"settings": settings, "metrics": metrics, "lifecycle": lifecycle}),
+        state=State(
+            {
+                **(dependencies or {}),
+                "settings": settings,
+                "metrics": metrics,
+                "lifecycle": lifecycle,
+            }
+        ),
         logging_config=None,
     )
     return wrap_app(app, forwarded_allow_ips=settings.forwarded_allow_ips)

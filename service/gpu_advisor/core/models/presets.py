@@ -1,0 +1,434 @@
+"""Built-in model presets: architecture numbers of popular open models.
+
+Each preset is written as a config-like dict holding the architecture keys of the model's
+published Hugging Face ``config.json`` and goes through the same parser as a posted config
+(:func:`~gpu_advisor.core.models.parse.parse_hf_config`), so there is one code path. A test
+parses the real files in ``shared/data/hf-configs`` and checks each preset gives the same
+Architecture, so this table cannot drift from them.
+
+Ids are the Hugging Face repository ids; lookup is case-insensitive and also accepts the
+repository name alone (``llama-3.1-8b``) and the listed aliases (instruction-tuned variants
+whose architecture is identical to the base model's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from difflib import get_close_matches
+from types import MappingProxyType
+from typing import Any, Final
+
+from msgspec import Struct
+
+from gpu_advisor.core.architecture import Architecture
+from gpu_advisor.core.errors import UnknownPresetError
+from gpu_advisor.core.models.parse import parse_hf_config
+
+
+class PresetInfo(Struct, frozen=True, kw_only=True):
+    """One preset as listed by ``GET /v1/models``.
+
+    Attributes:
+        id: Hugging Face repository id (``meta-llama/Llama-3.1-8B``).
+        aliases: other names that resolve to it (case-insensitive).
+        family: parser family (``llama``, ``mixtral``, ...).
+        total_parameters: all parameters resident in memory (all experts).
+        active_parameters: parameters used per token (MoE: routed share only).
+        num_layers: decoder layers (encoder layers for encoder-only models).
+        hidden_size: model width.
+        num_attention_heads: query heads.
+        num_kv_heads: key/value heads.
+        context_length: trained context in tokens (``max_position_embeddings``), if stated.
+        shipped_weight_format: quantised format of the published checkpoint, if any.
+    """
+
+    id: str
+    aliases: tuple[str, ...]
+    family: str
+    total_parameters: int
+    active_parameters: int
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    context_length: int | None
+    shipped_weight_format: str | None = None
+
+
+class _Preset(Struct, frozen=True, kw_only=True):
+    id: str
+    aliases: tuple[str, ...] = ()
+    config: dict[str, Any]
+
+
+_LLAMA2: Final = {
+    "model_type": "llama",
+    "vocab_size": 32000,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": False,
+    "torch_dtype": "float16",
+}
+_LLAMA3: Final = {
+    "model_type": "llama",
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+    "num_key_value_heads": 8,
+    "torch_dtype": "bfloat16",
+}
+_MISTRAL: Final = {
+    "model_type": "mistral",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 32768,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+_MIXTRAL: Final = {
+    "model_type": "mixtral",
+    "num_key_value_heads": 8,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "vocab_size": 32000,
+    "sliding_window": None,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+_QWEN25: Final = {
+    "model_type": "qwen2",
+    "vocab_size": 152064,
+    "use_sliding_window": False,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+_QWEN3: Final = {
+    "model_type": "qwen3",
+    "head_dim": 128,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 36,
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+    "use_sliding_window": False,
+    "torch_dtype": "bfloat16",
+}
+_PHI3: Final = {"model_type": "phi3", "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+
+_TABLE: Final[tuple[_Preset, ...]] = (
+    # Llama 2 (Touvron et al. 2023; meta-llama/Llama-2-*-hf config.json)
+    _Preset(
+        id="meta-llama/Llama-2-7b-hf",
+        aliases=("llama-2-7b", "meta-llama/Llama-2-7b-chat-hf"),
+        config={
+            **_LLAMA2,
+            "hidden_size": 4096,
+            "intermediate_size": 11008,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 32,
+        },
+    ),
+    _Preset(
+        id="meta-llama/Llama-2-70b-hf",
+        aliases=("llama-2-70b", "meta-llama/Llama-2-70b-chat-hf"),
+        config={
+            **_LLAMA2,
+            "hidden_size": 8192,
+            "intermediate_size": 28672,
+            "num_hidden_layers": 80,
+            "num_attention_heads": 64,
+            "num_key_value_heads": 8,
+        },
+    ),
+    # Llama 3.1 / 3.2 (meta-llama/Llama-3.1-*, Llama-3.2-* config.json)
+    _Preset(
+        id="meta-llama/Llama-3.1-8B",
+        aliases=(
+            "meta-llama/Meta-Llama-3.1-8B",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "meta-llama/Meta-Llama-3.1-8B-Instruct",
+            "llama-3.1-8b-instruct",
+        ),
+        config={
+            **_LLAMA3,
+            "hidden_size": 4096,
+            "intermediate_size": 14336,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "tie_word_embeddings": False,
+        },
+    ),
+    _Preset(
+        id="meta-llama/Llama-3.1-70B",
+        aliases=(
+            "meta-llama/Meta-Llama-3.1-70B",
+            "meta-llama/Llama-3.1-70B-Instruct",
+            "meta-llama/Meta-Llama-3.1-70B-Instruct",
+            "llama-3.1-70b-instruct",
+        ),
+        config={
+            **_LLAMA3,
+            "hidden_size": 8192,
+            "intermediate_size": 28672,
+            "num_hidden_layers": 80,
+            "num_attention_heads": 64,
+            "tie_word_embeddings": False,
+        },
+    ),
+    _Preset(
+        id="meta-llama/Llama-3.1-405B",
+        aliases=(
+            "meta-llama/Meta-Llama-3.1-405B",
+            "meta-llama/Llama-3.1-405B-Instruct",
+            "meta-llama/Meta-Llama-3.1-405B-Instruct",
+            "llama-3.1-405b-instruct",
+        ),
+        config={
+            **_LLAMA3,
+            "hidden_size": 16384,
+            "intermediate_size": 53248,
+            "num_hidden_layers": 126,
+            "num_attention_heads": 128,
+            "tie_word_embeddings": False,
+        },
+    ),
+    _Preset(
+        id="meta-llama/Llama-3.2-1B",
+        aliases=("meta-llama/Llama-3.2-1B-Instruct", "llama-3.2-1b-instruct"),
+        config={
+            **_LLAMA3,
+            "hidden_size": 2048,
+            "intermediate_size": 8192,
+            "num_hidden_layers": 16,
+            "num_attention_heads": 32,
+            "head_dim": 64,
+            "tie_word_embeddings": True,
+        },
+    ),
+    _Preset(
+        id="meta-llama/Llama-3.2-3B",
+        aliases=("meta-llama/Llama-3.2-3B-Instruct", "llama-3.2-3b-instruct"),
+        config={
+            **_LLAMA3,
+            "hidden_size": 3072,
+            "intermediate_size": 8192,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 24,
+            "head_dim": 128,
+            "tie_word_embeddings": True,
+        },
+    ),
+    # Mistral 7B (Jiang et al. 2023, Table 1) and Mixtral (Jiang et al. 2024)
+    _Preset(
+        id="mistralai/Mistral-7B-v0.1",
+        aliases=("mistral-7b", "mistralai/Mistral-7B-Instruct-v0.1"),
+        config={**_MISTRAL, "vocab_size": 32000, "sliding_window": 4096},
+    ),
+    _Preset(
+        id="mistralai/Mistral-7B-v0.3",
+        aliases=("mistralai/Mistral-7B-Instruct-v0.3", "mistral-7b-instruct-v0.3"),
+        config={**_MISTRAL, "vocab_size": 32768, "sliding_window": None},
+    ),
+    _Preset(
+        id="mistralai/Mixtral-8x7B-v0.1",
+        aliases=("mixtral-8x7b", "mistralai/Mixtral-8x7B-Instruct-v0.1"),
+        config={
+            **_MIXTRAL,
+            "hidden_size": 4096,
+            "intermediate_size": 14336,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "max_position_embeddings": 32768,
+        },
+    ),
+    _Preset(
+        id="mistralai/Mixtral-8x22B-v0.1",
+        aliases=("mixtral-8x22b",),
+        config={
+            **_MIXTRAL,
+            "hidden_size": 6144,
+            "intermediate_size": 16384,
+            "num_hidden_layers": 56,
+            "num_attention_heads": 48,
+            "max_position_embeddings": 65536,
+        },
+    ),
+    # Qwen2.5 (Qwen/Qwen2.5-* config.json)
+    _Preset(
+        id="Qwen/Qwen2.5-7B",
+        config={
+            **_QWEN25,
+            "hidden_size": 3584,
+            "intermediate_size": 18944,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 28,
+            "num_key_value_heads": 4,
+            "max_position_embeddings": 131072,
+        },
+    ),
+    _Preset(
+        id="Qwen/Qwen2.5-72B",
+        config={
+            **_QWEN25,
+            "hidden_size": 8192,
+            "intermediate_size": 29568,
+            "num_hidden_layers": 80,
+            "num_attention_heads": 64,
+            "num_key_value_heads": 8,
+            "max_position_embeddings": 131072,
+        },
+    ),
+    _Preset(
+        id="Qwen/Qwen2.5-72B-Instruct",
+        config={
+            **_QWEN25,
+            "hidden_size": 8192,
+            "intermediate_size": 29568,
+            "num_hidden_layers": 80,
+            "num_attention_heads": 64,
+            "num_key_value_heads": 8,
+            "max_position_embeddings": 32768,
+        },
+    ),
+    # Qwen3 (Qwen/Qwen3-* config.json)
+    _Preset(
+        id="Qwen/Qwen3-4B",
+        config={
+            **_QWEN3,
+            "hidden_size": 2560,
+            "intermediate_size": 9728,
+            "tie_word_embeddings": True,
+        },
+    ),
+    _Preset(
+        id="Qwen/Qwen3-8B",
+        config={
+            **_QWEN3,
+            "hidden_size": 4096,
+            "intermediate_size": 12288,
+            "tie_word_embeddings": False,
+        },
+    ),
+    _Preset(
+        id="Qwen/Qwen3-30B-A3B",
+        config={
+            **_QWEN3,
+            "model_type": "qwen3_moe",
+            "hidden_size": 2048,
+            "intermediate_size": 6144,
+            "moe_intermediate_size": 768,
+            "num_hidden_layers": 48,
+            "num_key_value_heads": 4,
+            "num_experts": 128,
+            "num_experts_per_tok": 8,
+            "decoder_sparse_step": 1,
+            "mlp_only_layers": [],
+            "tie_word_embeddings": False,
+        },
+    ),
+    # Phi-3 / Phi-4 (microsoft/Phi-3-mini-4k-instruct, microsoft/phi-4 config.json)
+    _Preset(
+        id="microsoft/Phi-3-mini-4k-instruct",
+        aliases=("phi-3-mini",),
+        config={
+            **_PHI3,
+            "hidden_size": 3072,
+            "intermediate_size": 8192,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 32,
+            "vocab_size": 32064,
+            "max_position_embeddings": 4096,
+            "sliding_window": 2047,
+        },
+    ),
+    _Preset(
+        id="microsoft/phi-4",
+        config={
+            **_PHI3,
+            "hidden_size": 5120,
+            "intermediate_size": 17920,
+            "num_hidden_layers": 40,
+            "num_attention_heads": 40,
+            "num_key_value_heads": 10,
+            "vocab_size": 100352,
+            "max_position_embeddings": 16384,
+            "sliding_window": None,
+        },
+    ),
+)
+
+
+def _build() -> tuple[Mapping[str, Architecture], Mapping[str, str], tuple[PresetInfo, ...]]:
+    """Parse every preset once (import time) and index its names, lower case."""
+    architectures: dict[str, Architecture] = {}
+    names: dict[str, str] = {}
+    infos: list[PresetInfo] = []
+    for preset in _TABLE:
+        arch = parse_hf_config(preset.config, name=preset.id, field=f"preset {preset.id}")
+        architectures[preset.id] = arch
+        short = preset.id.split("/", 1)[-1]
+        aliases = tuple(dict.fromkeys(a for a in (short, *preset.aliases) if a != preset.id))
+        for key in (preset.id, *aliases):
+            previous = names.setdefault(key.lower(), preset.id)
+            if previous != preset.id:
+                raise ValueError(f"preset name {key!r} is used by {previous} and {preset.id}")
+        infos.append(
+            PresetInfo(
+                id=preset.id,
+                aliases=aliases,
+                family=arch.family,
+                total_parameters=arch.parameters.total,
+                active_parameters=arch.parameters.active,
+                num_layers=arch.num_layers,
+                hidden_size=arch.hidden_size,
+                num_attention_heads=arch.num_attention_heads,
+                num_kv_heads=arch.num_kv_heads,
+                context_length=arch.max_position_embeddings,
+                shipped_weight_format=arch.shipped_weight_format,
+            )
+        )
+    return MappingProxyType(architectures), MappingProxyType(names), tuple(infos)
+
+
+_ARCHITECTURES, _NAMES, _INFOS = _build()
+
+
+def list_presets() -> list[PresetInfo]:
+    """All presets in table order (for ``GET /v1/models``)."""
+    return list(_INFOS)
+
+
+def preset_config(preset_id: str) -> dict[str, Any]:
+    """A copy of the config-like dict a preset is built from (for tests and documentation).
+
+    Raises:
+        UnknownPresetError: no preset has this id or alias.
+    """
+    canonical = _canonical(preset_id, "model.preset")
+    return next(dict(p.config) for p in _TABLE if p.id == canonical)
+
+
+def _canonical(preset_id: str, field: str) -> str:
+    key = preset_id.strip().lower()
+    canonical = _NAMES.get(key)
+    if canonical is None:
+        close = get_close_matches(key, list(_NAMES), n=3, cutoff=0.6)
+        hint = f" Did you mean {', '.join(_NAMES[c] for c in close)}?" if close else ""
+        raise UnknownPresetError(
+            f"{field} {preset_id[:100]!r} is not a known preset.{hint} GET /v1/models lists "
+            "them; or send the model's config.json as model.config.",
+            field=field,
+        )
+    return canonical
+
+
+def get_preset(preset_id: str, *, field: str = "model.preset") -> Architecture:
+    """The architecture of a preset, by id or alias (case-insensitive).
+
+    Raises:
+        UnknownPresetError: no preset has this id or alias; the message suggests close ones.
+    """
+    return _ARCHITECTURES[_canonical(preset_id, field)]
