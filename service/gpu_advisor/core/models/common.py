@@ -113,6 +113,11 @@ def count_parameters(
     which ``experts_per_token`` are used per token: its active share is
     ``parameters / copies_per_layer * experts_per_token``, an exact integer.
 
+    Convention: ``active`` includes the input embedding, as the Mixtral figure of reference case
+    F07 does (12,879,925,248). DeepSeek ("37B activated", V2-Lite "2.4B") and OpenAI (gpt-oss
+    "3.6B / 5.1B active") publish figures without the embedding lookup, which has no FLOPs;
+    for those models ``active - embedding`` reproduces the published figure.
+
     Args:
         field: dotted path of the config, for the size error.
         linears: the linear modules of the blocks.
