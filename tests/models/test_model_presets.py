@@ -166,3 +166,6 @@ def test_preset_config_is_a_copy():
     config = preset_config("llama-3.1-8b")
     config["hidden_size"] = 1
     assert preset_config("llama-3.1-8b")["hidden_size"] == 4096
+    nested = preset_config("gemma-3-27b")
+    nested["text_config"]["hidden_size"] = 1
+    assert preset_config("gemma-3-27b")["text_config"]["hidden_size"] == 5376

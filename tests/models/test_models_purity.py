@@ -11,6 +11,7 @@ import gpu_advisor.core.models as models_package
 ALLOWED = {
     "__future__",
     "collections.abc",
+    "copy",
     "difflib",
     "math",
     "types",

@@ -13,6 +13,7 @@ whose architecture is identical to the base model's).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from difflib import get_close_matches
 from types import MappingProxyType
@@ -600,14 +601,14 @@ def preset_config(preset_id: str) -> dict[str, Any]:
         UnknownPresetError: no preset has this id or alias.
     """
     canonical = _canonical(preset_id, "model.preset")
-    return next(dict(p.config) for p in _TABLE if p.id == canonical)
+    return next(copy.deepcopy(p.config) for p in _TABLE if p.id == canonical)
 
 
 def _canonical(preset_id: str, field: str) -> str:
     key = preset_id.strip().lower()
     canonical = _NAMES.get(key)
     if canonical is None:
-        close = get_close_matches(key, list(_NAMES), n=3, cutoff=0.6)
+        close = get_close_matches(key[:200], list(_NAMES), n=3, cutoff=0.6)
         hint = f" Did you mean {', '.join(_NAMES[c] for c in close)}?" if close else ""
         raise UnknownPresetError(
             f"{field} {preset_id[:100]!r} is not a known preset.{hint} GET /v1/models lists "
