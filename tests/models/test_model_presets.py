@@ -80,6 +80,16 @@ def test_issue_2_preset_list_is_covered():
         "Qwen/Qwen3-30B-A3B",
         "microsoft/Phi-3-mini-4k-instruct",
         "microsoft/phi-4",
+        "google/gemma-2-9b",
+        "google/gemma-3-27b-it",
+        "deepseek-ai/DeepSeek-V3",
+        "openai/gpt-oss-20b",
+        "openai/gpt-oss-120b",
+        "openai-community/gpt2",
+        "google-bert/bert-base-uncased",
+        "tiiuae/falcon-7b",
+        "facebook/opt-13b",
+        "google-t5/t5-base",
     ]
     assert set(required) <= set(PRESET_IDS)
 
@@ -97,6 +107,13 @@ def test_issue_2_preset_list_is_covered():
         ("mistral-7b", "mistralai/Mistral-7B-v0.1"),
         ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B"),
         ("phi-3-mini", "microsoft/Phi-3-mini-4k-instruct"),
+        ("gpt2", "openai-community/gpt2"),
+        ("bert-base-uncased", "google-bert/bert-base-uncased"),
+        ("t5-base", "google-t5/t5-base"),
+        ("DeepSeek-V3", "deepseek-ai/DeepSeek-V3"),
+        ("gpt-oss-120b", "openai/gpt-oss-120b"),
+        ("gemma-3-27b", "google/gemma-3-27b-it"),
+        ("falcon-7b-instruct", "tiiuae/falcon-7b"),
     ],
 )
 def test_ids_and_aliases_resolve_case_insensitively(name, expected):
@@ -136,7 +153,19 @@ def test_list_presets_carries_the_numbers():
     assert b'"total_parameters":8030261248' in msgspec.json.encode(llama)
 
 
+def test_every_preset_is_exact_and_consistent():
+    for info in list_presets():
+        arch = get_preset(info.id)
+        p = arch.parameters
+        assert p.total == p.embedding + p.lm_head + p.linear + p.other, info.id
+        assert (info.total_parameters, info.active_parameters) == (p.total, p.active)
+        assert (p.active < p.total) == arch.is_moe or arch.family == "gemma3", info.id
+
+
 def test_preset_config_is_a_copy():
     config = preset_config("llama-3.1-8b")
     config["hidden_size"] = 1
     assert preset_config("llama-3.1-8b")["hidden_size"] == 4096
+    nested = preset_config("gemma-3-27b")
+    nested["text_config"]["hidden_size"] = 1
+    assert preset_config("gemma-3-27b")["text_config"]["hidden_size"] == 5376

@@ -270,3 +270,23 @@ def test_llama_attention_and_mlp_bias_flags():
     # biases: q 2048, k 512, v 512, o 2048; gate 8192, up 8192, down 2048 per layer.
     extra = 16 * (2048 + 512 + 512 + 2048 + 8192 + 8192 + 2048)
     assert arch.parameters.total == 1_235_814_400 + extra
+
+
+def test_b03_kv_heads_not_attention_heads_from_the_llama_3_config():
+    """Fault kind "GQA ignored" (bug B03): the architecture carries the config's 8 KV heads, so
+    KV bytes per token = 2 x layers x kv_heads x head_dim x 2 B, a quarter of the MHA figure."""
+    case = bug_case("B03")
+    arch = parse_hf_config(load_hf_config("meta-llama--Llama-3.1-8B"))
+    assert (arch.num_attention_heads, arch.num_kv_heads) == (32, 8)
+    per_token = 2 * arch.num_layers * arch.num_kv_heads * arch.head_dim * 2
+    assert per_token == 2 * 32 * 8 * 128 * 2 == case["expected"]["kv_bytes_per_token"]
+    with_all_heads = 2 * arch.num_layers * arch.num_attention_heads * arch.head_dim * 2
+    assert with_all_heads * 8 * 8192 / 2**30 == case["expected"]["wrong_mha_formula_GiB"]
+
+
+def test_qwen3_moe_window_when_switched_on_covers_every_layer():
+    config = load_hf_config("Qwen--Qwen3-30B-A3B") | {
+        "use_sliding_window": True,
+        "sliding_window": 4096,
+    }
+    assert parse_hf_config(config).layer_windows == (4096,) * 48

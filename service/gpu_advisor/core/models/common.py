@@ -31,9 +31,11 @@ def read_attention_heads(
     *,
     heads_key: str = "num_attention_heads",
     heads_aliases: tuple[str, ...] = (),
-    kv_key: str = "num_key_value_heads",
+    heads_default: int | None = None,
+    kv_key: str | None = "num_key_value_heads",
     kv_aliases: tuple[str, ...] = (),
     kv_default: int | None = None,
+    kv_required: bool = False,
     head_dim_key: str | None = "head_dim",
     head_dim_default: int | None = None,
 ) -> tuple[int, int, int]:
@@ -43,8 +45,8 @@ def read_attention_heads(
     state one that differs from hidden / heads); otherwise ``head_dim_default`` when the family's
     transformers config class has one (Qwen3 128, Gemma 256), else ``hidden_size // heads`` and the
     heads must divide the hidden size. KV heads default to ``kv_default`` (or the query heads,
-    i.e. multi-head attention, as transformers does) and must divide the query heads (GQA shares
-    each KV head among an equal group of query heads).
+    i.e. multi-head attention, as transformers does; required when ``kv_required``) and must
+    divide the query heads (GQA shares each KV head among an equal group of query heads).
 
     Returns:
         ``(num_attention_heads, num_kv_heads, head_dim)``.
@@ -55,17 +57,20 @@ def read_attention_heads(
     heads = r.integer(
         heads_key,
         aliases=heads_aliases,
+        default=heads_default,
         what="the number of attention (query) heads per layer",
         maximum=MAX_HEADS,
     )
-    kv_heads = r.integer(
-        kv_key,
-        aliases=kv_aliases,
-        default=kv_default if kv_default is not None else heads,
-        what="the number of key/value heads per layer (GQA; equal to the query heads for MHA)",
-        maximum=MAX_HEADS,
-    )
-    if heads % kv_heads != 0:
+    kv_heads = heads
+    if kv_key is not None:
+        kv_heads = r.integer(
+            kv_key,
+            aliases=kv_aliases,
+            default=kv_default if kv_default is not None else None if kv_required else heads,
+            what="the number of key/value heads per layer (GQA; equal to the query heads for MHA)",
+            maximum=MAX_HEADS,
+        )
+    if heads % kv_heads != 0 and kv_key is not None:
         raise InvalidSpecError(
             f"{r.path(kv_key)} ({kv_heads}) must divide {r.path(heads_key)} ({heads}): "
             "grouped-query attention shares each key/value head among an equal number of query "
@@ -107,6 +112,11 @@ def count_parameters(
     such as a vision tower). Each routed ``LinearModule`` holds ``copies_per_layer`` experts, of
     which ``experts_per_token`` are used per token: its active share is
     ``parameters / copies_per_layer * experts_per_token``, an exact integer.
+
+    Convention: ``active`` includes the input embedding, as the Mixtral figure of reference case
+    F07 does (12,879,925,248). DeepSeek ("37B activated", V2-Lite "2.4B") and OpenAI (gpt-oss
+    "3.6B / 5.1B active") publish figures without the embedding lookup, which has no FLOPs;
+    for those models ``active - embedding`` reproduces the published figure.
 
     Args:
         field: dotted path of the config, for the size error.

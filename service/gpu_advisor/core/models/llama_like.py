@@ -9,8 +9,9 @@ Module shapes and names follow the transformers 5.24 model sources
 * Mistral / Mixtral: no biases; ``sliding_window`` on every layer when set (Mistral-7B-v0.1:
   4096). Mixtral experts are ``w1`` (gate), ``w3`` (up), ``w2`` (down) of width
   ``intermediate_size``; router ``gate`` = hidden x ``num_local_experts``, no bias.
-* Qwen2: q/k/v always biased, o not. Sliding windows only when ``use_sliding_window`` is true,
-  on layers ``>= max_window_layers`` (Qwen2.5 ships ``use_sliding_window: false`` => none).
+* Qwen2 / Qwen3: q/k/v always biased in Qwen2, o not. Sliding windows only when
+  ``use_sliding_window`` is true, on layers ``>= max_window_layers`` (Qwen2.5 ships
+  ``use_sliding_window: false`` => none); Qwen3-MoE then slides on every layer.
 * Qwen3 / Qwen3-MoE: per-head RMSNorm ``q_norm`` and ``k_norm`` (head_dim each); biases when
   ``attention_bias``; ``head_dim`` default 128 (``Qwen3Config``). Qwen3-MoE layer ``i`` is MoE
   unless ``i`` is in ``mlp_only_layers`` or ``(i + 1) % decoder_sparse_step != 0``; experts are
@@ -357,7 +358,9 @@ def parse_mixtral_like(r: ConfigReader, family: str, name: str | None) -> Archit
         )
         moe_layers = len(_moe_layer_indices(r, layers))
         bias = r.flag("attention_bias", default=False)
-        windows = qwen_windows(r, layers)
+        # Qwen3MoeConfig has no layer_types: the window, when switched on, is on every layer.
+        use_window = r.flag("use_sliding_window", default=False)
+        windows = uniform_windows(layers, read_window(r) if use_window else None)
         expert_names = ("gate_proj", "up_proj", "down_proj")
         per_layer_norms = 2 * hidden + 2 * head_dim
     else:

@@ -13,6 +13,11 @@ from typing import Any, Final
 
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.errors import InvalidSpecError, UnsupportedModelError
+from gpu_advisor.core.models.classic import parse_falcon, parse_gpt2, parse_opt
+from gpu_advisor.core.models.deepseek import parse_deepseek
+from gpu_advisor.core.models.encoders import parse_bert, parse_t5
+from gpu_advisor.core.models.gemma import parse_gemma
+from gpu_advisor.core.models.gpt_oss import parse_gpt_oss
 from gpu_advisor.core.models.llama_like import parse_llama_like, parse_mixtral_like
 from gpu_advisor.core.models.reader import ConfigReader, show_value
 
@@ -26,6 +31,20 @@ _PARSERS: Final[Mapping[str, tuple[str, Parser]]] = {
     "phi3": ("phi3", parse_llama_like),
     "mixtral": ("mixtral", parse_mixtral_like),
     "qwen3_moe": ("qwen3_moe", parse_mixtral_like),
+    "gemma2": ("gemma2", parse_gemma),
+    "gemma3": ("gemma3", parse_gemma),
+    "gemma3_text": ("gemma3_text", parse_gemma),
+    "deepseek_v2": ("deepseek_v2", parse_deepseek),
+    "deepseek_v3": ("deepseek_v3", parse_deepseek),
+    "gpt_oss": ("gpt_oss", parse_gpt_oss),
+    "falcon": ("falcon", parse_falcon),
+    "refinedwebmodel": ("falcon", parse_falcon),
+    "refinedweb": ("falcon", parse_falcon),
+    "gpt2": ("gpt2", parse_gpt2),
+    "opt": ("opt", parse_opt),
+    "bert": ("bert", parse_bert),
+    "t5": ("t5", parse_t5),
+    "mt5": ("t5", parse_t5),
 }
 """``model_type`` (lower case) -> (family, parser)."""
 
@@ -37,6 +56,21 @@ _ARCHITECTURES: Final[Mapping[str, str]] = {
     "Qwen3ForCausalLM": "qwen3",
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "Phi3ForCausalLM": "phi3",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForConditionalGeneration": "gemma3",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "GptOssForCausalLM": "gpt_oss",
+    "FalconForCausalLM": "falcon",
+    "RWForCausalLM": "refinedwebmodel",
+    "GPT2LMHeadModel": "gpt2",
+    "OPTForCausalLM": "opt",
+    "BertModel": "bert",
+    "BertForMaskedLM": "bert",
+    "BertForPreTraining": "bert",
+    "T5ForConditionalGeneration": "t5",
+    "MT5ForConditionalGeneration": "mt5",
 }
 """``architectures[0]`` -> ``model_type``, used when a config has no ``model_type``."""
 

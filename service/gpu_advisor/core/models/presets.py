@@ -13,6 +13,7 @@ whose architecture is identical to the base model's).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from difflib import get_close_matches
 from types import MappingProxyType
@@ -115,6 +116,29 @@ _QWEN3: Final = {
     "torch_dtype": "bfloat16",
 }
 _PHI3: Final = {"model_type": "phi3", "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+_GPT_OSS: Final = {
+    "model_type": "gpt_oss",
+    "hidden_size": 2880,
+    "intermediate_size": 2880,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "num_experts_per_tok": 4,
+    "vocab_size": 201088,
+    "max_position_embeddings": 131072,
+    "sliding_window": 128,
+    "attention_bias": True,
+    "tie_word_embeddings": False,
+    "quantization_config": {
+        "quant_method": "mxfp4",
+        "modules_to_not_convert": [
+            "model.layers.*.self_attn",
+            "model.layers.*.mlp.router",
+            "model.embed_tokens",
+            "lm_head",
+        ],
+    },
+}
 
 _TABLE: Final[tuple[_Preset, ...]] = (
     # Llama 2 (Touvron et al. 2023; meta-llama/Llama-2-*-hf config.json)
@@ -358,6 +382,175 @@ _TABLE: Final[tuple[_Preset, ...]] = (
             "sliding_window": None,
         },
     ),
+    # Gemma 2 / Gemma 3 (google/gemma-2-9b, google/gemma-3-27b-it config.json)
+    _Preset(
+        id="google/gemma-2-9b",
+        aliases=("google/gemma-2-9b-it",),
+        config={
+            "model_type": "gemma2",
+            "hidden_size": 3584,
+            "intermediate_size": 14336,
+            "num_hidden_layers": 42,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 8,
+            "head_dim": 256,
+            "vocab_size": 256000,
+            "max_position_embeddings": 8192,
+            "sliding_window": 4096,
+            "torch_dtype": "float32",
+        },
+    ),
+    _Preset(
+        id="google/gemma-3-27b-it",
+        aliases=("gemma-3-27b", "google/gemma-3-27b-pt"),
+        config={
+            "model_type": "gemma3",
+            "text_config": {
+                "model_type": "gemma3_text",
+                "hidden_size": 5376,
+                "intermediate_size": 21504,
+                "num_hidden_layers": 62,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 16,
+                "head_dim": 128,
+                "sliding_window": 1024,
+            },
+            "vision_config": {
+                "model_type": "siglip_vision_model",
+                "hidden_size": 1152,
+                "intermediate_size": 4304,
+                "num_hidden_layers": 27,
+                "num_attention_heads": 16,
+                "image_size": 896,
+                "patch_size": 14,
+                "vision_use_head": False,
+            },
+            "torch_dtype": "bfloat16",
+        },
+    ),
+    # DeepSeek-V3 (deepseek-ai/DeepSeek-V3 config.json; the V3-Base and 0324 checkpoints share it)
+    _Preset(
+        id="deepseek-ai/DeepSeek-V3",
+        aliases=("deepseek-ai/DeepSeek-V3-Base", "deepseek-ai/DeepSeek-V3-0324"),
+        config={
+            "model_type": "deepseek_v3",
+            "hidden_size": 7168,
+            "intermediate_size": 18432,
+            "moe_intermediate_size": 2048,
+            "num_hidden_layers": 61,
+            "num_attention_heads": 128,
+            "num_key_value_heads": 128,
+            "q_lora_rank": 1536,
+            "kv_lora_rank": 512,
+            "qk_nope_head_dim": 128,
+            "qk_rope_head_dim": 64,
+            "v_head_dim": 128,
+            "n_routed_experts": 256,
+            "n_shared_experts": 1,
+            "num_experts_per_tok": 8,
+            "first_k_dense_replace": 3,
+            "moe_layer_freq": 1,
+            "num_nextn_predict_layers": 1,
+            "vocab_size": 129280,
+            "max_position_embeddings": 163840,
+            "tie_word_embeddings": False,
+            "quantization_config": {
+                "quant_method": "fp8",
+                "fmt": "e4m3",
+                "activation_scheme": "dynamic",
+                "weight_block_size": [128, 128],
+            },
+            "torch_dtype": "bfloat16",
+        },
+    ),
+    # gpt-oss (openai/gpt-oss-20b, openai/gpt-oss-120b config.json)
+    _Preset(
+        id="openai/gpt-oss-20b",
+        config={
+            **_GPT_OSS,
+            "num_hidden_layers": 24,
+            "num_local_experts": 32,
+            "layer_types": ["sliding_attention", "full_attention"] * 12,
+        },
+    ),
+    _Preset(
+        id="openai/gpt-oss-120b",
+        config={
+            **_GPT_OSS,
+            "num_hidden_layers": 36,
+            "num_local_experts": 128,
+            "layer_types": ["sliding_attention", "full_attention"] * 18,
+        },
+    ),
+    # Classic decoders and encoders
+    _Preset(
+        id="openai-community/gpt2",
+        aliases=("gpt2-small",),
+        config={
+            "model_type": "gpt2",
+            "n_embd": 768,
+            "n_layer": 12,
+            "n_head": 12,
+            "n_positions": 1024,
+            "vocab_size": 50257,
+        },
+    ),
+    _Preset(
+        id="google-bert/bert-base-uncased",
+        aliases=("bert-base",),
+        config={
+            "model_type": "bert",
+            "hidden_size": 768,
+            "num_hidden_layers": 12,
+            "num_attention_heads": 12,
+            "intermediate_size": 3072,
+            "vocab_size": 30522,
+            "max_position_embeddings": 512,
+            "type_vocab_size": 2,
+        },
+    ),
+    _Preset(
+        id="tiiuae/falcon-7b",
+        aliases=("tiiuae/falcon-7b-instruct", "falcon-7b-instruct"),
+        config={
+            "model_type": "falcon",
+            "hidden_size": 4544,
+            "num_attention_heads": 71,
+            "num_hidden_layers": 32,
+            "multi_query": True,
+            "new_decoder_architecture": False,
+            "parallel_attn": True,
+            "bias": False,
+            "vocab_size": 65024,
+            "torch_dtype": "bfloat16",
+        },
+    ),
+    _Preset(
+        id="facebook/opt-13b",
+        config={
+            "model_type": "opt",
+            "hidden_size": 5120,
+            "num_hidden_layers": 40,
+            "num_attention_heads": 40,
+            "ffn_dim": 20480,
+            "vocab_size": 50272,
+            "max_position_embeddings": 2048,
+            "word_embed_proj_dim": 5120,
+            "do_layer_norm_before": True,
+        },
+    ),
+    _Preset(
+        id="google-t5/t5-base",
+        config={
+            "model_type": "t5",
+            "d_model": 768,
+            "d_ff": 3072,
+            "d_kv": 64,
+            "num_heads": 12,
+            "num_layers": 12,
+            "vocab_size": 32128,
+        },
+    ),
 )
 
 
@@ -408,14 +601,14 @@ def preset_config(preset_id: str) -> dict[str, Any]:
         UnknownPresetError: no preset has this id or alias.
     """
     canonical = _canonical(preset_id, "model.preset")
-    return next(dict(p.config) for p in _TABLE if p.id == canonical)
+    return next(copy.deepcopy(p.config) for p in _TABLE if p.id == canonical)
 
 
 def _canonical(preset_id: str, field: str) -> str:
     key = preset_id.strip().lower()
     canonical = _NAMES.get(key)
     if canonical is None:
-        close = get_close_matches(key, list(_NAMES), n=3, cutoff=0.6)
+        close = get_close_matches(key[:200], list(_NAMES), n=3, cutoff=0.6)
         hint = f" Did you mean {', '.join(_NAMES[c] for c in close)}?" if close else ""
         raise UnknownPresetError(
             f"{field} {preset_id[:100]!r} is not a known preset.{hint} GET /v1/models lists "
