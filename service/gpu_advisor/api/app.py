@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import msgspec
 from litestar import Litestar, Response, get
@@ -21,7 +21,7 @@ from litestar.middleware.rate_limit import RateLimitConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
-from litestar.types import ControllerRouterHandler, ExceptionHandlersMap, Scope
+from litestar.types import ControllerRouterHandler, Scope
 
 from gpu_advisor import __version__
 from gpu_advisor.api.middleware import wrap_app
@@ -188,7 +188,7 @@ def create_app(
     provided.update({name: _constant(value) for name, value in (dependencies or {}).items()})
     app = Litestar(
         route_handlers=[healthz, readyz, metrics_endpoint, *route_handlers],
-        exception_handlers=cast("ExceptionHandlersMap", EXCEPTION_HANDLERS),
+        exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=openapi_config(),
         lifespan=[lifespan],
         after_exception=[log_unexpected],
