@@ -28,7 +28,8 @@ COPY requirements.lock /tmp/requirements.lock
 RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r /tmp/requirements.lock
 # Then the package, without touching the dependencies again.
 WORKDIR /src
-COPY pyproject.toml README.md ./
+# README.m[d]: the readme is optional for the build (a glob that may match nothing).
+COPY pyproject.toml README.m[d] ./
 COPY service ./service
 RUN pip install --no-cache-dir --no-deps . \
     && python -m compileall -q /opt/venv/lib
