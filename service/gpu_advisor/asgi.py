@@ -16,6 +16,7 @@ from litestar import Litestar
 
 from gpu_advisor.api.app import create_app
 from gpu_advisor.api.routes.catalog import CATALOG_ROUTES
+from gpu_advisor.api.routes.models import MODEL_ROUTES
 from gpu_advisor.catalog.service import CatalogService
 from gpu_advisor.logs import configure_logging
 from gpu_advisor.metrics import Metrics
@@ -43,7 +44,7 @@ def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Lites
         settings,
         metrics=metrics,
         services=[catalog],
-        route_handlers=[*CATALOG_ROUTES],
+        route_handlers=[*CATALOG_ROUTES, *MODEL_ROUTES],
         dependencies={"catalog": catalog, "gpus": catalog.gpus},
     )
 
