@@ -93,6 +93,15 @@ class TrainingWorkload(_Request, frozen=True, tag="training", tag_field="kind"):
         GradientDtype | None,
         Meta(description="Gradient dtype; default: the compute dtype (bf16/fp16), fp32 for fp32."),
     ] = None
+    fp32_gradient_copy: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Also keep an fp32 copy of the 16-bit gradients for the optimizer step, as "
+                "DeepSpeed ZeRO-1/2 does (2 + 4 bytes of gradients per parameter)."
+            )
+        ),
+    ] = False
     optimizer: Optimizer = "adamw"
     sequence_length: SequenceLength = 2048
     micro_batch_size: Annotated[int, Meta(ge=1, le=65_536)] = 1
