@@ -51,7 +51,8 @@ def test_bits_per_weight_constants():
     assert MXFP4.bits_per_weight == 4 + 8 / 32  # one E8M0 scale per 32 FP4 values
     assert Q8_0.bits_per_weight == (32 * 8 + 16) / 32  # 34-byte block of 32 weights
     assert Q4_K_M.bits_per_weight == 4.84  # llama.cpp quantize README, Llama-2-7B
-    assert Q4_K_M.covers_embeddings and not NF4.covers_embeddings
+    assert Q4_K_M.covers_embeddings
+    assert not NF4.covers_embeddings
 
 
 def test_matrix_bytes_int8_has_a_scale_per_output_channel():
