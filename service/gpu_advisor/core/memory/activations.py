@@ -266,7 +266,9 @@ def layer_activations(
     def sharded(x: int) -> int:
         return _ceil_div(x, t)
 
-    flash = setup.flash_attention or setup.recompute == "selective"
+    flash = setup.flash_attention
+    no_scores = flash or setup.recompute == "selective"
+    lse = LSE_BYTES * tokens * a if flash else 0
     norm_b = norm_bytes_per_element(k.norm, eb)
     norms = replicated(
         (k.norms_per_layer + (1 if kind.cross_attention else 0)) * norm_b * tokens * h
@@ -290,7 +292,7 @@ def layer_activations(
         v_head = d
         q_width, k_width, v_width = a * d, kv * d, kv * d
         mask_path = flash and kind.windowed and k.sdpa_mask_repeats_kv
-        if not flash or mask_path:
+        if not no_scores or mask_path:
             k_width = v_width = a * d  # K/V repeated to every query head (repeat_kv)
         if mask_path:
             attention += eb * b * s * s  # the explicit sliding-window mask
@@ -303,7 +305,11 @@ def layer_activations(
     scores = 0
     probs = a * s * s * b
     if flash:
-        attention += eb * tokens * out_width + LSE_BYTES * tokens * a
+        attention += eb * tokens * out_width + lse
+    elif no_scores:
+        # selective recomputation: the output-projection input stays, the scores are recomputed
+        if trains_any(_is_attention_output):
+            attention += eb * tokens * out_width
     else:
         scores = _score_bytes(probs, eb, k)
         if trains_any(_is_attention_output):
@@ -314,9 +320,10 @@ def layer_activations(
         if trains_any(_is_attention_input):
             block_inputs += replicated(eb * tokens * h)
         if flash:
-            attention += eb * tokens * out_width + LSE_BYTES * tokens * a
+            attention += eb * tokens * out_width + lse
         else:
-            scores += _score_bytes(probs, eb, k)
+            if not no_scores:
+                scores += _score_bytes(probs, eb, k)
             if trains_any(_is_attention_output):
                 attention += eb * tokens * out_width
     attention = sharded(attention)

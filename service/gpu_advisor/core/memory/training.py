@@ -24,6 +24,7 @@ Conventions (documented defaults):
 
 from __future__ import annotations
 
+import msgspec
 from msgspec import Struct
 
 from gpu_advisor.core.architecture import Architecture
@@ -78,11 +79,13 @@ def effective_sharding(workload: TrainingWorkload, plan: ParallelPlan) -> Shardi
 
 
 def activation_kernels(arch: Architecture, plan: ParallelPlan) -> Kernels:
-    """Korthikanti's fused profile for Megatron-style plans (TP/PP/SP), else the family's
-    Hugging Face profile."""
+    """Korthikanti's fused profile for Megatron-style plans (TP/PP/SP), with dropout only for
+    families that train with it, else the family's Hugging Face profile."""
+    family = kernels_for(arch.family)
     if plan.tensor_parallel > 1 or plan.pipeline_parallel > 1 or plan.sequence_parallel:
-        return MEGATRON
-    return kernels_for(arch.family)
+        # Megatron-style fused kernels; dropout only where the model trains with it
+        return msgspec.structs.replace(MEGATRON, dropout=family.dropout)
+    return family
 
 
 def _optimizer_bytes(
