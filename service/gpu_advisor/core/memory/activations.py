@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+import msgspec
 from msgspec import Struct
 
 from gpu_advisor.core.architecture import Architecture, LinearModule
@@ -67,6 +68,8 @@ class Trainable(Struct, frozen=True, kw_only=True):
         lora_rank: adapter rank r (0 for full fine-tuning).
         head: the output head trains (its input is saved).
         router: MoE routers train (their input is saved).
+        lora_dropout: the adapters apply dropout to their input (PEFT ``lora_dropout`` > 0):
+            ``lora_A`` then keeps the dropout output and a 1-byte mask instead of the input.
     """
 
     all_linear: bool
@@ -74,9 +77,13 @@ class Trainable(Struct, frozen=True, kw_only=True):
     lora_rank: int = 0
     head: bool = True
     router: bool = True
+    lora_dropout: bool = False
 
     def trains(self, module: LinearModule) -> bool:
-        return self.all_linear or module.name in self.names
+        """The module's input is kept: it trains, or an adapter without dropout reads it."""
+        if self.all_linear:
+            return True
+        return module.name in self.names and not self.lora_dropout
 
 
 FULL = Trainable(all_linear=True)
@@ -113,6 +120,8 @@ class ActivationSetup(Struct, frozen=True, kw_only=True):
         tensor_parallel: t.
         sequence_parallel: Megatron sequence parallelism (with t > 1).
         recompute: ``none`` | ``selective`` | ``full``.
+        decoder_sequence: target tokens per sequence of an encoder-decoder model (its decoder
+            layers run on these); None: the same as ``sequence``.
     """
 
     sequence: int
@@ -124,6 +133,7 @@ class ActivationSetup(Struct, frozen=True, kw_only=True):
     tensor_parallel: int = 1
     sequence_parallel: bool = False
     recompute: Recompute = "none"
+    decoder_sequence: int | None = None
 
 
 class LayerActivations(Struct, frozen=True, kw_only=True):
@@ -246,7 +256,11 @@ def layer_activations(
     k = setup.kernels
     t = setup.tensor_parallel
     sp = setup.sequence_parallel and t > 1
-    s, b = setup.sequence, setup.batch
+    b = setup.batch
+    encoder_tokens = setup.sequence * b
+    s = setup.sequence
+    if kind.cross_attention and setup.decoder_sequence is not None:
+        s = setup.decoder_sequence  # decoder layers of an encoder-decoder run on the targets
     tokens = s * b
     h = arch.hidden_size
     a = arch.num_attention_heads
@@ -315,15 +329,15 @@ def layer_activations(
         if trains_any(_is_attention_output):
             attention += eb * tokens * out_width
     if kind.cross_attention:
-        # queries from the decoder, keys/values of the encoder output (same length assumed)
-        attention += eb * tokens * (q_width + 2 * kv * d)
+        # queries from the decoder, keys/values projected from the encoder output
+        attention += eb * (tokens * q_width + encoder_tokens * 2 * kv * d)
         if trains_any(_is_attention_input):
             block_inputs += replicated(eb * tokens * h)
         if flash:
             attention += eb * tokens * out_width + lse
         else:
             if not no_scores:
-                scores += _score_bytes(probs, eb, k)
+                scores += _score_bytes(a * s * setup.sequence * b, eb, k)
             if trains_any(_is_attention_output):
                 attention += eb * tokens * out_width
     attention = sharded(attention)
@@ -379,13 +393,18 @@ def layer_activations(
         masks = replicated(MASK_BYTES * tokens * h * (3 if kind.cross_attention else 2))
 
     lora = 0
-    if tr.lora_rank:
+    if tr.lora_rank and not tr.all_linear:
         for m in modules:
             if m.name in tr.names:
                 adapter_tokens = tokens * (
                     arch.num_experts_per_token if m.expert == "routed" else 1
                 )
-                lora += eb * adapter_tokens * tr.lora_rank
+                # lora_B keeps lora_A's rank-r output; with dropout lora_A keeps its own
+                # dropped-out copy of the input and the mask (one per targeted module)
+                per_copy = m.copies_per_layer if m.expert != "routed" else 1
+                lora += eb * adapter_tokens * tr.lora_rank * per_copy
+                if tr.lora_dropout:
+                    lora += (eb + MASK_BYTES) * adapter_tokens * m.in_features * per_copy
         lora = sharded(lora)
 
     return LayerActivations(
@@ -503,6 +522,10 @@ def stage_activations(
     """
     eb = setup.act_bytes
     tokens = setup.sequence * setup.batch
+    encoder_decoder = arch.num_encoder_layers > 0 and not arch.encoder_only
+    target_tokens = tokens
+    if encoder_decoder and setup.decoder_sequence is not None:
+        target_tokens = setup.decoder_sequence * setup.batch
     t = setup.tensor_parallel
     sp = setup.sequence_parallel and t > 1
     k = setup.kernels
@@ -513,7 +536,10 @@ def stage_activations(
             continue
         layer = layer_activations(arch, setup, kind)
         if setup.recompute == "full":
-            per_mb += count * full_recompute_layer_bytes(arch.hidden_size, setup)
+            layer_setup = setup
+            if kind.cross_attention and setup.decoder_sequence is not None:
+                layer_setup = msgspec.structs.replace(setup, sequence=setup.decoder_sequence)
+            per_mb += count * full_recompute_layer_bytes(arch.hidden_size, layer_setup)
             working = max(working, layer.total)
         else:
             per_mb += count * layer.total
@@ -526,19 +552,18 @@ def stage_activations(
                 if sp
                 else (MASK_BYTES * tokens * arch.hidden_size)
             )
-        if arch.num_encoder_layers and not arch.encoder_only:
-            embedding += (
-                eb * tokens * arch.hidden_size
-            )  # encoder output, the cross-attention K/V input
+        if encoder_decoder:
+            # the encoder output: every decoder layer's cross-attention K/V input
+            embedding += eb * tokens * arch.hidden_size
     head = loss_saved = transient = 0
     if last_stage and not arch.encoder_only:
-        head_in = norm_bytes_per_element(k.norm, eb) * tokens * arch.hidden_size
+        head_in = norm_bytes_per_element(k.norm, eb) * target_tokens * arch.hidden_size
         if setup.trainable.head:
-            head_in += eb * tokens * arch.hidden_size
+            head_in += eb * target_tokens * arch.hidden_size
         head = _ceil_div(head_in, t) if sp else head_in
-        loss_saved, transient = loss_bytes(tokens, arch.vocab_size, eb, tensor_parallel=t)
+        loss_saved, transient = loss_bytes(target_tokens, arch.vocab_size, eb, tensor_parallel=t)
         if k.logit_softcap:
-            loss_saved += eb * tokens * _ceil_div(arch.vocab_size, t)
+            loss_saved += eb * target_tokens * _ceil_div(arch.vocab_size, t)
     return StageActivations(
         layers=per_mb,
         embedding=embedding,

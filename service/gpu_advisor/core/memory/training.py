@@ -156,7 +156,6 @@ def _stage(
     gb = gradient_bytes_per_parameter(
         prec, grad_dtype, fp32_gradient_copy=workload.fp32_gradient_copy
     )
-    gb_base = 4 if grad_dtype == "fp32" else 2
     state_bytes = optimizer_state_dtype_bytes(prec)
     details: dict[str, int] = {"pipeline_stage": stage, "parameters_on_gpu": shard.total}
     offload = workload.cpu_offload_optimizer
@@ -196,7 +195,6 @@ def _stage(
         details["lora.adapter_parameters"] = a_dense + a_routed
         details["lora.adapter_weights_bytes"] = (a_dense + a_routed) * ab
         details["weights.frozen_base_bytes"] = frozen_weights.dense + frozen_weights.routed
-        gb_base = ab
 
     weights_gpu = weights.per_gpu(sharded=zstage >= 3, dp=dp, edp=edp) + (
         frozen_weights.per_gpu(sharded=zstage >= 3, dp=dp, edp=edp)
@@ -206,12 +204,15 @@ def _stage(
     opt_gpu = opt.per_gpu(sharded=zstage >= 1, dp=dp, edp=edp)
     host = 0
     if zstage >= 3:
+        # the gathered unit's gradients are produced in the compute dtype before they are
+        # reduce-scattered into the (possibly fp32) partition; a frozen base has none
         unit_kind: GatherUnit = "block" if sharding == "fsdp" else "module"
         unit = shard.block_params if unit_kind == "block" else shard.largest_module
+        unit_grad_bytes = wb if workload.method == "full" else 0
         gathered = zero3_gathered_bytes(
-            unit, weight_bytes=wb, gradient_bytes=gb_base, unit=unit_kind
+            unit, weight_bytes=wb, gradient_bytes=unit_grad_bytes, unit=unit_kind
         )
-        gathered_grads = unit * gb_base
+        gathered_grads = unit * unit_grad_bytes
         weights_gpu += gathered - gathered_grads
         grads_gpu += gathered_grads
         details["weights.zero3_gathered_bytes"] = gathered - gathered_grads
@@ -295,6 +296,7 @@ def _activations(
             lora_rank=workload.lora_rank,
             head=adapters.head > 0,
             router=False,
+            lora_dropout=workload.lora_dropout > 0,
         )
     setup = ActivationSetup(
         sequence=workload.sequence_length,
@@ -306,6 +308,7 @@ def _activations(
         tensor_parallel=plan.tensor_parallel,
         sequence_parallel=plan.sequence_parallel,
         recompute=workload.gradient_checkpointing,
+        decoder_sequence=workload.target_sequence_length,
     )
     ranges = stage_ranges(total_stack_layers(arch), plan.pipeline_parallel)
     return stage_activations(
