@@ -68,7 +68,8 @@ def increment(seconds: float) -> str:
 
 
 def _plan(d: Mapping[str, Any]) -> str:
-    nodes = f" on {d['nodes']} nodes" if d["nodes"] > 1 else ""
+    unit = "instances" if d.get("serving") else "nodes"
+    nodes = f" on {d['nodes']} {unit}" if d["nodes"] > 1 else ""
     parts = [f"TP={d['tensor_parallel']}", f"PP={d['pipeline_parallel']}"]
     parts.append(f"DP={d['data_parallel']}")
     if d.get("expert_parallel", 1) > 1:

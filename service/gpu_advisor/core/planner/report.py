@@ -165,6 +165,7 @@ def _rationale(
                 "data_parallel": plan.data_parallel,
                 "expert_parallel": plan.expert_parallel,
                 "sharding": plan.sharding,
+                "serving": option.inference is not None,
             },
         ),
         *option.notes,

@@ -197,7 +197,7 @@ class SearchSpace:
                     code="tp_in_nvlink_domain", data={"tensor_parallel": t, "domain": ctx.domain}
                 )
             )
-        elif ctx.domain < 2 and ctx.key.gpu_count > 2 and plan.gpus > 2:
+        elif t * plan.pipeline_parallel > ctx.tp_cap and ctx.tp_cap < ctx.key.gpu_count:
             notes.append(
                 Reason(
                     code="tp_limited_pcie",
@@ -243,7 +243,9 @@ class SearchSpace:
                 data={"gpu": gpu.id, "gpu_count": g, "max_tensor_parallel": ctx.tp_cap},
             )
         nodes = fits_on(ctx.tp_cap, NODE_PROBE_LIMIT)
-        if nodes is not None and nodes > 1:
+        # A one-GPU instance without a cluster network is not a cluster building block: its
+        # rejection is the memory shortfall, with the numbers (issue 2 acceptance).
+        if nodes is not None and nodes > 1 and (key.network_gbit_per_s or g > 1):
             if key.network_gbit_per_s is None:
                 return Reason(
                     code="no_cluster_network", data={"gpu": gpu.id, "nodes_needed": nodes}
