@@ -52,8 +52,8 @@ def usd(value: float) -> str:
 
 
 def hours(value: float) -> str:
-    """``3.1 h`` (two significant decimals below 1 h)."""
-    return f"{value:.2f} h" if value < 1 else f"{value:,.1f} h"
+    """``3.14 h`` below 10 h, ``31.4 h`` above."""
+    return f"{value:.2f} h" if value < 10 else f"{value:,.1f} h"
 
 
 def percent(fraction: float) -> str:
