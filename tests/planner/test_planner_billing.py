@@ -27,9 +27,7 @@ TOKENS_PER_SECOND = 989.5e12 * 0.5 / FLOPS_PER_TOKEN
 
 
 def job(minutes: float) -> TrainingWorkload:
-    return TrainingWorkload(
-        tokens=minutes * 60 * TOKENS_PER_SECOND, sequence_length=2048, mfu=0.5
-    )
+    return TrainingWorkload(tokens=minutes * 60 * TOKENS_PER_SECOND, sequence_length=2048, mfu=0.5)
 
 
 def offers_by_billing() -> list:

@@ -119,8 +119,7 @@ def test_tp_over_pcie_rejects_when_pipeline_cannot_take_over() -> None:
     [rejected] = result.rejected
     assert rejected.code == "tp_over_pcie"
     assert rejected.text == (
-        "fits only with TP above 2 across 8 PCIe-only L40S-48GB GPUs; "
-        "TP over PCIe is limited to 2"
+        "fits only with TP above 2 across 8 PCIe-only L40S-48GB GPUs; TP over PCIe is limited to 2"
     )
     assert [s.code for s in result.suggestions] == ["nvlink_offer"]
 
@@ -147,9 +146,7 @@ def test_dtype_without_hardware_path_is_rejected_naming_dtype_and_gpu() -> None:
 
     [rejected] = result.rejected
     assert rejected.code == "dtype_unsupported"
-    assert rejected.text == (
-        "bf16 needs Ampere (compute capability 8.0); T4-16GB has no bf16 path"
-    )
+    assert rejected.text == ("bf16 needs Ampere (compute capability 8.0); T4-16GB has no bf16 path")
 
 
 def test_fp16_weights_run_on_t4() -> None:

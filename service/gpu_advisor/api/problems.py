@@ -81,7 +81,9 @@ def validation_exception_handler(
         errors.append(entry)
     if not errors:
         errors.append({"field": None, "message": exc.detail})
-    detail = "; ".join(f"{e['field']}: {e['message']}" if e["field"] else e["message"] for e in errors)
+    detail = "; ".join(
+        f"{e['field']}: {e['message']}" if e["field"] else e["message"] for e in errors
+    )
     return _problem(exc.status_code, "validation", "Invalid request", detail, errors)
 
 
@@ -91,12 +93,18 @@ def domain_error_handler(_: Request[Any, Any, Any], exc: DomainError) -> Respons
     slug = re.sub(r"(?<!^)(?=[A-Z])", "-", type(exc).__name__.removesuffix("Error")).lower()
     errors = [{"field": exc.field, "message": exc.message}]
     detail = f"{exc.field}: {exc.message}" if exc.field else exc.message
-    return _problem(status, slug, "Unprocessable request" if status == 422 else "Not found", detail, errors)
+    return _problem(
+        status, slug, "Unprocessable request" if status == 422 else "Not found", detail, errors
+    )
 
 
-def http_exception_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+def http_exception_handler(
+    _: Request[Any, Any, Any], exc: HTTPException
+) -> Response[dict[str, Any]]:
     """Any other HTTPException (404 route, 405, 413, 429...) as problem+json."""
-    body = _problem(exc.status_code, "http-" + str(exc.status_code), str(exc.detail), str(exc.detail), [])
+    body = _problem(
+        exc.status_code, "http-" + str(exc.status_code), str(exc.detail), str(exc.detail), []
+    )
     if exc.headers:
         body.headers.update(exc.headers)
     return body
@@ -105,7 +113,11 @@ def http_exception_handler(_: Request[Any, Any, Any], exc: HTTPException) -> Res
 def internal_error_handler(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     """A bug: never leak internals; the log line carries the request id and traceback."""
     return _problem(
-        HTTP_500_INTERNAL_SERVER_ERROR, "internal", "Internal error", "An internal error occurred.", []
+        HTTP_500_INTERNAL_SERVER_ERROR,
+        "internal",
+        "Internal error",
+        "An internal error occurred.",
+        [],
     )
 
 

@@ -59,7 +59,9 @@ class ModelSpec(_Request, frozen=True):
     """
 
     preset: (
-        Annotated[str, Meta(min_length=1, max_length=200, description="Preset id, see GET /v1/models.")]
+        Annotated[
+            str, Meta(min_length=1, max_length=200, description="Preset id, see GET /v1/models.")
+        ]
         | None
     ) = None
     config: Annotated[

@@ -130,6 +130,19 @@ def _insufficient(d: Mapping[str, Any]) -> str:
     return f"needs {format_gib(d['need_bytes'])} per GPU; {exposes}"
 
 
+def _no_cluster_network(d: Mapping[str, Any]) -> str:
+    one_node = ""
+    if d.get("need_bytes") is not None:
+        one_node = (
+            f" (one node needs {format_gib(d['need_bytes'])} per GPU; {d['gpu']} exposes "
+            f"{format_gib(d['exposed_bytes'])})"
+        )
+    return (
+        f"needs {d['nodes_needed']} nodes of {d['gpu']}{one_node}, but the offer has no cluster "
+        "network (InfiniBand, EFA or RoCE)"
+    )
+
+
 _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     # rationale
     "plan": _plan,
@@ -192,10 +205,7 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "over_max_nodes": lambda d: (
         f"needs {d['nodes_needed']} nodes of {d['gpu']}; max_nodes is {d['max_nodes']}"
     ),
-    "no_cluster_network": lambda d: (
-        f"needs {d['nodes_needed']} nodes of {d['gpu']}, but the offer has no cluster network "
-        "(InfiniBand, EFA or RoCE)"
-    ),
+    "no_cluster_network": _no_cluster_network,
     "tp_over_pcie": lambda d: (
         f"fits only with TP above {d['max_tensor_parallel']} across {d['gpu_count']} "
         f"PCIe-only {d['gpu']} GPUs; TP over PCIe is limited to {d['max_tensor_parallel']}"

@@ -247,9 +247,14 @@ class SearchSpace:
         # rejection is the memory shortfall, with the numbers (issue 2 acceptance).
         if nodes is not None and nodes > 1 and (key.network_gbit_per_s or g > 1):
             if key.network_gbit_per_s is None:
-                return Reason(
-                    code="no_cluster_network", data={"gpu": gpu.id, "nodes_needed": nodes}
-                )
+                data = {
+                    "gpu": gpu.id,
+                    "nodes_needed": nodes,
+                    "exposed_bytes": key.memory_exposed_bytes,
+                }
+                if best:
+                    data["need_bytes"] = best[0].total_bytes
+                return Reason(code="no_cluster_network", data=data)
             if nodes > self.constraints.max_nodes:
                 return Reason(
                     code="over_max_nodes",
