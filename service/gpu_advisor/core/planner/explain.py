@@ -114,10 +114,14 @@ def _billing(d: Mapping[str, Any]) -> str:
 
 
 def _spot(d: Mapping[str, Any]) -> str:
+    expected = (
+        f"{d['interruptions']:.2f} expected interruptions"
+        if d.get("interruptions") is not None
+        else "interruptions"
+    )
     return (
-        f"spot: {d['interruptions']:.2f} expected interruptions at "
-        f"{d['rate_per_hour']:.3f}/h per node; cost and time include lost work, checkpoints and "
-        f"{d['restart_seconds'] / 60:.0f}-minute restarts"
+        f"spot: {expected} at {d['rate_per_hour']:.3f}/h per node; cost and time include lost "
+        f"work, checkpoints and {d['restart_seconds'] / 60:.0f}-minute restarts"
     )
 
 

@@ -95,7 +95,7 @@ def build_recommendation(
         total_usd=None if math.isnan(total) else total,
         per_million_tokens_usd=float(candidates.per_million_usd[position]),
         spot=spot,
-        expected_interruptions=float(market.interruptions[j]) if spot else None,
+        expected_interruptions=_finite(float(market.interruptions[j])) if spot else None,
         price_per_gpu_hour_usd=deployment_price / (offer.gpu_count * option.nodes),
         checkpoint_bytes=checkpoint,
         checkpoint_storage_usd=storage_usd,
@@ -115,6 +115,10 @@ def build_recommendation(
         rationale=[Reason(code="summary", text=summary(reasons)), *map(rendered, reasons)],
         warnings=[rendered(w) for w in _warnings(ev, offer_i, option, spot)],
     )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _performance(
@@ -224,7 +228,7 @@ def _rationale(
             Reason(
                 code="spot_risk",
                 data={
-                    "interruptions": cost.expected_interruptions or 0.0,
+                    "interruptions": cost.expected_interruptions,
                     "rate_per_hour": rate,
                     "restart_seconds": SPOT_RESTART_SECONDS,
                     "expected_hours": expected_s / 3600.0,
