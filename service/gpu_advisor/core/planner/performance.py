@@ -70,6 +70,10 @@ section 2.2.1) is then under 25 %. Without PP there is no accumulation."""
 ACTIVATION_BYTES = 2
 """Activations exchanged by tensor-parallel collectives are 16-bit."""
 
+_TINY_SECONDS = 1e-12
+"""Floor on step times so a degenerate input (zero FLOPs, zero bandwidth) cannot divide by
+zero; real inputs are many orders of magnitude above it."""
+
 
 def default_mfu(gpu: GpuSpec) -> float:
     """The MFU default for ``gpu`` (see :data:`DEFAULT_MFU` for sources)."""
@@ -185,7 +189,7 @@ def estimate_training(
         tp_s = accumulation * layers * 4 * ring_allreduce_seconds(message, t, link.tp_bytes_per_s)
     dp_s = gradient_sync_bytes(plan, memory) / link.dp_bytes_per_s
     exposed = max(0.0, dp_s - BACKWARD_OVERLAP_FRACTION * compute_s)
-    step = compute_s + tp_s + exposed
+    step = max(compute_s + tp_s + exposed, _TINY_SECONDS)
     tokens_per_second = tokens_per_step / step
     hours = workload.tokens / tokens_per_second / 3600.0 if workload.tokens else None
     return TrainingEstimate(
@@ -300,7 +304,7 @@ def estimate_inference(
     )
     output = float(workload.output_tokens)
     mean_context = min(prompt + output / 2.0, float(workload.context_length))
-    bandwidth = gpu.memory_bandwidth_bytes_per_s * DECODE_BANDWIDTH_EFFICIENCY
+    bandwidth = max(gpu.memory_bandwidth_bytes_per_s, 1) * DECODE_BANDWIDTH_EFFICIENCY
     peak = compute.tflops * 1e12 * efficiency
     weights_read = memory.weights_bytes * _expert_read_fraction(arch, batch)
     kv_read = (
@@ -314,8 +318,12 @@ def estimate_inference(
     if t > 1 and link.tp_medium == "pcie":
         message = batch * arch.hidden_size * ACTIVATION_BYTES
         tp_s = arch.num_layers * 2 * ring_allreduce_seconds(message, t, link.tp_bytes_per_s)
-    step = max(memory_s, compute_s) + tp_s
-    prefill_s = max(prefill_flops(arch, prompt) / (t * peak), p * memory.weights_bytes / bandwidth)
+    step = max(memory_s, compute_s, _TINY_SECONDS) + tp_s
+    prefill_s = max(
+        prefill_flops(arch, prompt) / (t * peak),
+        p * memory.weights_bytes / bandwidth,
+        _TINY_SECONDS,
+    )
     if arch.encoder_only:
         return InferenceEstimate(
             batch=batch,
