@@ -80,12 +80,22 @@ class OfferIndex:
         vcpus_per_gpu: host vCPUs per GPU.
         gpu_count: GPUs per instance.
         name_rank: position of (provider, instance_type, region, zone) in sorted order: the
-            final, deterministic tie-break.
+            final, deterministic tie-break; ``by_name`` lists offer positions in that order.
+        class_of: each offer's pricing class -- offers with the same group, provider and billing
+            rule differ only in price, so the plan option that serves an objective best is
+            the same for all of them; ``class_group`` / ``class_provider`` /
+            ``class_increment_seconds`` / ``class_minimum_seconds`` describe each class.
     """
 
     __slots__ = (
         "billing_increment_seconds",
         "billing_minimum_seconds",
+        "by_name",
+        "class_group",
+        "class_increment_seconds",
+        "class_minimum_seconds",
+        "class_of",
+        "class_provider",
         "gpu_code",
         "gpu_count",
         "gpus",
@@ -141,6 +151,26 @@ class OfferIndex:
         self.vcpus_per_gpu = _frozen(
             np.array([o.vcpus / max(o.gpu_count, 1) for o in self.offers], dtype=np.float64)
         )
+        class_ids: dict[tuple[int, int, int, int], int] = {}
+        class_keys = [
+            (
+                int(self.group_of[i]),
+                int(self.provider_code[i]),
+                self.offers[i].billing_increment_seconds,
+                self.offers[i].billing_minimum_seconds,
+            )
+            for i in range(n)
+        ]
+        for class_key in class_keys:
+            class_ids.setdefault(class_key, len(class_ids))
+        self.class_of = _frozen(
+            np.fromiter((class_ids[c] for c in class_keys), dtype=np.intp, count=n)
+        )
+        rows = list(class_ids)
+        self.class_group = _frozen(np.array([r[0] for r in rows], dtype=np.intp))
+        self.class_provider = _frozen(np.array([r[1] for r in rows], dtype=np.intp))
+        self.class_increment_seconds = _frozen(np.array([r[2] for r in rows], dtype=np.float64))
+        self.class_minimum_seconds = _frozen(np.array([r[3] for r in rows], dtype=np.float64))
         names = sorted(
             range(n),
             key=lambda i: (
@@ -150,9 +180,11 @@ class OfferIndex:
                 self.offers[i].zone or "",
             ),
         )
+        by_name = np.asarray(names, dtype=np.intp)
         rank = np.empty(n, dtype=np.int64)
-        rank[np.asarray(names, dtype=np.intp)] = np.arange(n, dtype=np.int64)
+        rank[by_name] = np.arange(n, dtype=np.int64)
         self.name_rank = _frozen(rank)
+        self.by_name = _frozen(by_name)
 
     def __len__(self) -> int:
         return len(self.offers)

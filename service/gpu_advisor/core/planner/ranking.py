@@ -147,6 +147,12 @@ def pareto_front(
     valid = np.flatnonzero(~(np.isnan(c) | np.isnan(t)))
     if valid.size == 0:
         return []
+    # Exact pre-filter: a point costlier than the cheapest of the fastest points, or slower
+    # than the fastest of the cheapest points, is dominated by that point.
+    cv, tv = c[valid], t[valid]
+    fastest = tv == tv.min()
+    cheapest = cv == cv.min()
+    valid = valid[(cv <= cv[fastest].min()) & (tv <= tv[cheapest].min())]
     order = valid[np.lexsort((t[valid], c[valid]))]
     cs, ts = c[order], t[order]
     _, block_start = np.unique(cs, return_index=True)

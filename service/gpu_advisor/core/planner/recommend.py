@@ -33,7 +33,13 @@ from gpu_advisor.core.planner.hardware import (
     training_compute_dtype,
 )
 from gpu_advisor.core.planner.index import OfferIndex, build_offer_index
-from gpu_advisor.core.planner.markets import MarketResult, OptionTable, Outcome, price_market
+from gpu_advisor.core.planner.markets import (
+    MarketResult,
+    OptionTable,
+    Outcome,
+    PricingClasses,
+    price_market,
+)
 from gpu_advisor.core.planner.ranking import Candidates, objective_values, pareto_front, top_k
 from gpu_advisor.core.planner.report import (
     build_pareto,
@@ -274,7 +280,11 @@ class Evaluation:
                 return ("on_demand", "spot")
 
     def _price(
-        self, market: Literal["on_demand", "spot"], priced: NDArray[np.intp], table: OptionTable
+        self,
+        market: Literal["on_demand", "spot"],
+        priced: NDArray[np.intp],
+        table: OptionTable,
+        classes: PricingClasses,
     ) -> MarketResult:
         index = self.index
         price = (index.spot_price_per_hour_usd if market == "spot" else index.price_per_hour_usd)[
@@ -286,29 +296,40 @@ class Evaluation:
             training=self.training,
             tokens=tokens,
             table=table,
-            groups=index.group_of[priced],
+            classes=classes,
+            offer_class=index.class_of[priced],
             price_per_hour_usd=np.nan_to_num(price, nan=np.inf),
-            increment_seconds=index.billing_increment_seconds[priced],
-            minimum_seconds=index.billing_minimum_seconds[priced],
-            interruptions_per_hour=self.spot_rate_by_provider[index.provider_code[priced]],
             constraints=self.request.constraints,
             objective=self.request.objective,
         )
 
     def _outcome(self, all_markets: bool) -> Outcome:
+        """Codes and market results; the first pass prices only offers that pass the filters,
+        the suggestion pass (``all_markets``) prices every offer of a feasible group."""
         index = self.index
         table = self._option_table()
         structural = self._structural_codes()
-        priced = np.flatnonzero(structural == 0)
+        priced_mask = structural == 0
+        if not all_markets:
+            priced_mask &= self.filter_code == 0
+        priced = np.flatnonzero(priced_mask)
+        classes = PricingClasses(
+            group=index.class_group,
+            increment_seconds=index.class_increment_seconds,
+            minimum_seconds=index.class_minimum_seconds,
+            interruptions_per_hour=self.spot_rate_by_provider[index.class_provider],
+        )
         markets = ("on_demand", "spot") if all_markets else self.markets()
-        results: dict[str, MarketResult] = {m: self._price(m, priced, table) for m in markets}
+        results: dict[str, MarketResult] = {
+            m: self._price(m, priced, table, classes) for m in markets
+        }
         primary = self.markets()[0]
         codes: dict[str, NDArray[np.intp]] = {}
         unfiltered: dict[str, NDArray[np.intp]] = {}
         for market, result in results.items():
             code = np.where(structural > 0, structural, 0)
-            numeric = result.code
-            code[priced] = np.where(numeric > 0, CODE["over_max_price"] + numeric - 1, 0)
+            numeric = np.maximum(result.code, 1) - 1  # index into NUMERIC_CODES
+            code[priced] = np.where(result.feasible, 0, CODE["over_max_price"] + numeric)
             if market == "spot":
                 no_spot = np.isnan(index.spot_price_per_hour_usd)
                 code = np.where(no_spot, CODE["spot_unavailable"], code)
@@ -344,16 +365,16 @@ class Evaluation:
         results = [outcome.results[m] for m in market_names]
 
         def gather(field: str) -> NDArray[np.float64]:
-            parts = [
-                np.asarray(getattr(r, field))[w] for r, w in zip(results, positions, strict=True)
-            ]
+            parts = [r.values(field, w) for r, w in zip(results, positions, strict=True)]
             return np.concatenate(parts) if parts else np.zeros(0)
 
         offer = np.concatenate(offers) if offers else np.zeros(0, dtype=np.intp)
         candidates = Candidates(
             offer=offer,
             spot=np.concatenate(spot) if spot else np.zeros(0, dtype=np.int64),
-            option=gather("option").astype(np.intp),
+            option=np.concatenate([r.option[w] for r, w in zip(results, positions, strict=True)])
+            if results
+            else np.zeros(0, dtype=np.intp),
             total_usd=gather("total_usd"),
             time_hours=gather("time_hours"),
             price_per_hour_usd=gather("price_per_hour_usd"),

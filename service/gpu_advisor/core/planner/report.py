@@ -17,7 +17,7 @@ from gpu_advisor.core.planner.cost import (
     checkpoint_storage_usd,
 )
 from gpu_advisor.core.planner.explain import REJECTION_CODES, render, rendered, summary
-from gpu_advisor.core.planner.markets import Outcome
+from gpu_advisor.core.planner.markets import MarketResult, Outcome
 from gpu_advisor.core.planner.ranking import Candidates, objective_values
 from gpu_advisor.core.planner.topology import PlanOption
 from gpu_advisor.core.results import (
@@ -65,7 +65,8 @@ def build_recommendation(
     option = _option(ev, offer_i, int(candidates.option[position]))
     market = outcome.results["spot" if spot else "on_demand"]
     j = int(np.searchsorted(outcome.priced, offer_i))
-    expected_s = float(market.expected_seconds[j])
+    at = np.array([j], dtype=np.intp)
+    expected_s = float(market.values("expected_seconds", at)[0])
     deployment_price = float(candidates.price_per_hour_usd[position])
     total = float(candidates.total_usd[position])
     billed_h = (
@@ -95,12 +96,15 @@ def build_recommendation(
         total_usd=None if math.isnan(total) else total,
         per_million_tokens_usd=float(candidates.per_million_usd[position]),
         spot=spot,
-        expected_interruptions=_finite(float(market.interruptions[j])) if spot else None,
+        expected_interruptions=_finite(float(market.values("interruptions", at)[0]))
+        if spot
+        else None,
         price_per_gpu_hour_usd=deployment_price / (offer.gpu_count * option.nodes),
         checkpoint_bytes=checkpoint,
         checkpoint_storage_usd=storage_usd,
     )
-    performance = _performance(option, float(market.tokens_per_second[j]), candidates, position)
+    rate = float(market.values("tokens_per_second", at)[0])
+    performance = _performance(option, rate, candidates, position)
     reasons = _rationale(ev, offer, option, cost, performance, spot, expected_s, storage_usd)
     return Recommendation(
         rank=rank,
@@ -325,17 +329,27 @@ def build_pareto(
 
 
 def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
-    """Rejected offers grouped by (code, GPU), largest groups first, each with a sentence."""
+    """Rejected offers grouped by (code, GPU), largest groups first, each with a sentence.
+
+    Examples are the first offers of a group in name order (provider, instance type, region).
+    """
     index = ev.index
     codes = outcome.final_code
-    rejected = np.flatnonzero(codes > 0)
+    by_name = index.by_name
+    rejected = by_name[codes[by_name] > 0]  # name order
     if rejected.size == 0:
         return []
     n_gpus = max(len(index.gpus), 1)
     combined = codes[rejected] * n_gpus + index.gpu_code[rejected]
-    order = np.lexsort((index.name_rank[rejected], combined))
-    rejected, combined = rejected[order], combined[order]
-    keys, starts, counts = np.unique(combined, return_index=True, return_counts=True)
+    # A stable sort keeps name order inside each (code, GPU) group; small integer keys sort
+    # in linear time (radix) when they fit 16 bits.
+    small = combined.astype(np.uint16) if combined.max() < 2**16 else combined
+    order = np.argsort(small, kind="stable")
+    rejected = rejected[order]
+    counts_all = np.bincount(combined, minlength=(len(REJECTION_CODES) + 1) * n_gpus)
+    keys = np.flatnonzero(counts_all)
+    counts = counts_all[keys]
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     primary = ev.markets()[0]
     market = outcome.results.get(primary)
     groups: list[RejectedGroup] = []
@@ -359,24 +373,26 @@ def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
     return groups
 
 
-def _least(values: NDArray[np.float64], outcome: Outcome, members: NDArray[np.intp]) -> float:
+def _least(market: MarketResult, name: str, outcome: Outcome, members: NDArray[np.intp]) -> float:
     positions = np.searchsorted(outcome.priced, members)
-    return float(np.min(values[positions]))
+    return float(np.min(market.minimum(name, positions)))
 
 
 def _rejection_data(
     ev: Evaluation,
     outcome: Outcome,
-    market: Any,
+    market: MarketResult | None,
     code: str,
     gpu: str,
     members: NDArray[np.intp],
 ) -> dict[str, Any]:
     index, constraints = ev.index, ev.request.constraints
     if code in _STRUCTURAL:
+        present = np.zeros(len(index.groups), dtype=bool)
+        present[index.group_of[members]] = True
         reasons = [
             verdict.rejection
-            for g in np.unique(index.group_of[members]).tolist()
+            for g in np.flatnonzero(present).tolist()
             if (verdict := ev.verdicts[g]) is not None and verdict.rejection is not None
         ]
         if code == "insufficient_memory":
@@ -386,27 +402,27 @@ def _rejection_data(
         case "gpu_excluded":
             return {"gpu": gpu}
         case "provider_excluded":
-            names = sorted({index.offers[int(i)].provider for i in members})
+            names = [index.providers[c] for c in np.unique(index.provider_code[members]).tolist()]
             return {"provider": ", ".join(names[:5]), "gpu": gpu}
         case "region_excluded":
-            names = sorted({index.offers[int(i)].region for i in members})
+            names = [index.regions[c] for c in np.unique(index.region_code[members]).tolist()]
             return {"region": ", ".join(names[:5]), "gpu": gpu}
-        case "over_max_price":
+        case "over_max_price" if market is not None:
             return {
                 "gpu": gpu,
-                "price_per_hour_usd": _least(market.min_price_per_hour_usd, outcome, members),
+                "price_per_hour_usd": _least(market, "price_per_hour_usd", outcome, members),
                 "max_price_per_hour_usd": constraints.max_price_per_hour_usd,
             }
-        case "past_deadline":
+        case "past_deadline" if market is not None:
             return {
                 "gpu": gpu,
-                "hours": _least(market.min_time_hours, outcome, members),
+                "hours": _least(market, "time_hours", outcome, members),
                 "deadline_hours": constraints.deadline_hours,
             }
-        case "over_budget":
+        case "over_budget" if market is not None:
             return {
                 "gpu": gpu,
-                "total_usd": _least(market.min_total_usd, outcome, members),
+                "total_usd": _least(market, "total_usd", outcome, members),
                 "budget_usd": constraints.budget_usd,
             }
         case _:
@@ -436,11 +452,11 @@ def _best_offer(ev: Evaluation, outcome: Outcome, market: str, offers: NDArray[n
     values = objective_values(
         ev.request.objective,
         training=ev.training,
-        total_usd=result.total_usd[positions],
-        time_hours=result.time_hours[positions],
-        price_per_hour_usd=result.price_per_hour_usd[positions],
-        per_million_usd=result.per_million_usd[positions],
-        latency_seconds=result.latency_seconds[positions],
+        total_usd=result.values("total_usd", positions),
+        time_hours=result.values("time_hours", positions),
+        price_per_hour_usd=result.values("price_per_hour_usd", positions),
+        per_million_usd=result.values("per_million_usd", positions),
+        latency_seconds=result.values("latency_seconds", positions),
     )
     values = np.nan_to_num(values, nan=np.inf)
     ranks = ev.index.name_rank[offers]
@@ -482,23 +498,19 @@ def _relax_numbers(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
     for market in ev.markets():
         result = outcome.results[market]
         codes = outcome.codes[market][outcome.priced]
-        for code, suggestion, values, field in (
-            ("over_budget", "raise_budget", result.min_total_usd, "total_usd"),
-            ("past_deadline", "extend_deadline", result.min_time_hours, "hours"),
-            (
-                "over_max_price",
-                "raise_max_price",
-                result.min_price_per_hour_usd,
-                "price_per_hour_usd",
-            ),
+        for code, suggestion, name, field in (
+            ("over_budget", "raise_budget", "total_usd", "total_usd"),
+            ("past_deadline", "extend_deadline", "time_hours", "hours"),
+            ("over_max_price", "raise_max_price", "price_per_hour_usd", "price_per_hour_usd"),
         ):
             hits = np.flatnonzero(codes == CODE_OF[code])
             if not hits.size or any(s.code == suggestion for s in found):
                 continue
-            best = hits[np.lexsort((ev.index.name_rank[outcome.priced[hits]], values[hits]))[0]]
-            offer = ev.index.offers[int(outcome.priced[best])]
+            values = result.minimum(name, hits)
+            pick = np.lexsort((ev.index.name_rank[outcome.priced[hits]], values))[0]
+            offer = ev.index.offers[int(outcome.priced[hits[pick]])]
             found.append(
-                _suggest(suggestion, {field: float(values[best]), "offer": describe(offer)})
+                _suggest(suggestion, {field: float(values[pick]), "offer": describe(offer)})
             )
     return found
 
