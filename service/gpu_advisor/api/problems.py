@@ -16,6 +16,7 @@ from litestar.status_codes import (
     HTTP_422_UNPROCESSABLE_ENTITY,
     HTTP_500_INTERNAL_SERVER_ERROR,
 )
+from litestar.types import ExceptionHandlersMap
 
 from gpu_advisor.core.errors import DomainError, NotFoundError
 
@@ -121,7 +122,7 @@ def internal_error_handler(_: Request[Any, Any, Any], exc: Exception) -> Respons
     )
 
 
-EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
+EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     ValidationException: validation_exception_handler,
     DomainError: domain_error_handler,
     HTTPException: http_exception_handler,

@@ -44,7 +44,7 @@ SequenceLength = Annotated[int, Meta(ge=1, le=10_485_760, description="Tokens pe
 Fraction = Annotated[float, Meta(ge=0.0, le=1.0)]
 
 
-class _Request(Struct, forbid_unknown_fields=True, kw_only=True):
+class _Request(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Base for request bodies: unknown fields are a 400/422, never silently ignored."""
 
 

@@ -1,0 +1,234 @@
+"""Build ``service/gpu_advisor/data/gpus.csv`` from the shared GPU fact table.
+
+Usage::
+
+    python scripts/build_gpu_table.py [--specs PATH] [--out PATH]
+
+Input: ``shared/data/gpu-specs/gpu_specs.csv`` (34 rows, each with its sources; see that
+folder's README). Output: one row per GPU with the canonical id ``<MODEL>[-<FORM>]-<N>GB``
+(DESIGN "Pricing catalog and cache"), the resolver's family/form keys, aliases, the exposed
+memory used by fit checks and where that number comes from, and the spec row's sources.
+
+Exposed memory (what fit checks use, DESIGN "GPU capacity"), in this order:
+
+1. ``observed`` - the driver-reported total (nvidia-smi) from the spec file's
+   ``observed_total_mib`` (H100 80 GB -> 81,559 MiB; A10 -> 23,028 MiB; L40S -> 46,068 MiB).
+2. ``cloud-reported`` - a cloud's per-GPU figure below the label, where no driver figure is
+   known: L4 and A10G 22,888 MiB (AWS DescribeInstanceTypes ``MemoryInfo.SizeInMiB``, as
+   carried in SkyPilot catalog v7 ``aws/vms.csv``; the gpu-specs README quotes ~22.35 GiB
+   usable for both).
+3. ``nominal`` - the label read as GiB (N * 1024 MiB), where neither is known (A100 SXM,
+   B200, MI300X...). The estimator's runtime-overhead term and the caller's headroom cover
+   the difference; the basis column says the figure is nominal.
+
+The spec row for GH200 96 GB carries 98,304 MiB, which the README calls a nominal listing
+(Lambda), so its basis is ``nominal``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+AS_OF = "2026-11-30"
+SPECS_DEFAULT = (
+    Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "shared" / "data" / "gpu-specs"
+)
+
+# spec gpu_id -> (canonical id, family, form, form_factor, default-of-family, extra aliases).
+# ``family`` is the resolver's model key (upper case, no separators); ``form`` is the variant
+# token (SXM / PCIE / NVL) or "" where the model has one form. Aliases are matched
+# case-insensitively after the same normalisation as names (see core/gpus.py).
+VARIANTS: dict[str, tuple[str, str, str, str, bool, tuple[str, ...]]] = {
+    "h200_sxm": ("H200-SXM-141GB", "H200", "SXM", "sxm", True, ("H200-SXM5",)),
+    "h100_sxm5_80gb": (
+        "H100-SXM-80GB",
+        "H100",
+        "SXM",
+        "sxm",
+        True,
+        ("NVIDIA H100 80GB HBM3", "H100-MEGA", "H100-80GB-HBM3", "H100-SXM5-80GB"),
+    ),
+    "h100_pcie_80gb": ("H100-PCIE-80GB", "H100", "PCIE", "pcie", False, ("NVIDIA H100 PCIe",)),
+    "h100_nvl_94gb": ("H100-NVL-94GB", "H100", "NVL", "nvl", False, ("H100 NVL",)),
+    "gh200_96gb": ("GH200-96GB", "GH200", "", "superchip", True, ()),
+    "gh200_144gb": ("GH200-144GB", "GH200", "", "superchip", False, ()),
+    "b200_hgx": ("B200-180GB", "B200", "", "sxm", True, ("HGX B200",)),
+    "b300_hgx": ("B300-270GB", "B300", "", "sxm", True, ("HGX B300",)),
+    "gb200_per_gpu": ("GB200-186GB", "GB200", "", "superchip", True, ()),
+    "a100_sxm4_80gb": (
+        "A100-SXM-80GB",
+        "A100",
+        "SXM",
+        "sxm",
+        False,
+        ("A100-80GB-SXM", "NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"),
+    ),
+    "a100_sxm4_40gb": (
+        "A100-SXM-40GB",
+        "A100",
+        "SXM",
+        "sxm",
+        True,
+        ("NVIDIA A100-SXM4-40GB", "A100-SXM4-40GB"),
+    ),
+    "a100_pcie_80gb": ("A100-PCIE-80GB", "A100", "PCIE", "pcie", False, ("NVIDIA A100 80GB PCIe",)),
+    "a100_pcie_40gb": ("A100-PCIE-40GB", "A100", "PCIE", "pcie", False, ("NVIDIA A100 40GB PCIe",)),
+    "l40s": ("L40S-48GB", "L40S", "", "pcie", True, ()),
+    "l40": ("L40-48GB", "L40", "", "pcie", True, ()),
+    "l4": ("L4-24GB", "L4", "", "pcie", True, ()),
+    "a10": ("A10-24GB", "A10", "", "pcie", True, ()),
+    "a10g": ("A10G-24GB", "A10G", "", "pcie", True, ()),
+    "a40": ("A40-48GB", "A40", "", "pcie", True, ()),
+    "rtx_a6000": ("RTXA6000-48GB", "RTXA6000", "", "pcie", True, ("A6000", "RTX A6000")),
+    "rtx_6000_ada": (
+        "RTX6000ADA-48GB",
+        "RTX6000ADA",
+        "",
+        "pcie",
+        True,
+        ("RTX 6000 Ada Generation", "RTX6000-Ada", "6000ADA"),
+    ),
+    "rtx_4090": ("RTX4090-24GB", "RTX4090", "", "pcie", True, ("RTX 4090", "GeForce RTX 4090")),
+    "rtx_3090": ("RTX3090-24GB", "RTX3090", "", "pcie", True, ("RTX 3090",)),
+    "rtx_5090": ("RTX5090-32GB", "RTX5090", "", "pcie", True, ("RTX 5090",)),
+    "v100_sxm2_16gb": ("V100-SXM-16GB", "V100", "SXM", "sxm", True, ("Tesla V100-SXM2-16GB",)),
+    "v100_sxm2_32gb": ("V100-SXM-32GB", "V100", "SXM", "sxm", False, ("Tesla V100-SXM2-32GB",)),
+    "t4": ("T4-16GB", "T4", "", "pcie", True, ("Tesla T4",)),
+    "rtx_pro_6000_blackwell": (
+        "RTXPRO6000-96GB",
+        "RTXPRO6000",
+        "",
+        "pcie",
+        True,
+        (
+            "RTX PRO 6000 Blackwell",
+            "RTXPRO6000Blackwell",
+            "RTX PRO 6000 Blackwell Workstation Edition",
+            "PRO6000",
+        ),
+    ),
+    "mi300x": ("MI300X-192GB", "MI300X", "", "oam", True, ("AMD Instinct MI300X",)),
+    "mi325x": ("MI325X-256GB", "MI325X", "", "oam", True, ()),
+    "mi250x": ("MI250X-128GB", "MI250X", "", "oam", True, ()),
+    "mi210": ("MI210-64GB", "MI210", "", "pcie", True, ()),
+    "gaudi2": ("GAUDI2-96GB", "GAUDI2", "", "other", True, ("Gaudi 2", "HL-225")),
+    "gaudi3": ("GAUDI3-128GB", "GAUDI3", "", "oam", True, ("Gaudi 3",)),
+}
+
+# GPUs whose exposed memory comes from a cloud's report (see the module docstring).
+CLOUD_REPORTED_MIB: dict[str, tuple[int, str]] = {
+    "l4": (22888, "SKY-AWS: aws/vms.csv MemoryInfo.SizeInMiB for g6 (L4)"),
+    "a10g": (22888, "SKY-AWS: aws/vms.csv MemoryInfo.SizeInMiB for g5 (A10G)"),
+}
+NOMINAL_DESPITE_OBSERVED = {"gh200_96gb"}
+
+VENDORS = {"NVIDIA": "nvidia", "AMD": "amd", "Intel": "intel"}
+
+COLUMNS = [
+    "id",
+    "family",
+    "form",
+    "default_variant",
+    "name",
+    "vendor",
+    "architecture",
+    "form_factor",
+    "memory_gb_marketed",
+    "memory_exposed_mib",
+    "memory_exposed_basis",
+    "memory_bandwidth_gb_per_s",
+    "fp32_tflops",
+    "tf32_dense_tflops",
+    "bf16_dense_tflops",
+    "fp16_dense_tflops",
+    "fp8_dense_tflops",
+    "fp4_dense_tflops",
+    "int8_dense_tops",
+    "nvlink_gb_per_s",
+    "compute_capability",
+    "aliases",
+    "spec_row",
+    "source",
+    "as_of",
+]
+
+
+def _architecture(raw: str) -> str:
+    base = raw.split("(")[0].strip().lower()
+    return base.replace(" ", "-")
+
+
+def build_rows(spec_rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Map each spec row to a gpus.csv row (pure; raises KeyError for an unmapped row)."""
+    out: list[dict[str, str]] = []
+    for row in spec_rows:
+        gpu_id = row["gpu_id"]
+        canonical, family, form, form_factor, default, aliases = VARIANTS[gpu_id]
+        gb = int(row["memory_gb_marketed"])
+        nominal_mib = gb * 1024
+        source = row["sources"]
+        if gpu_id in CLOUD_REPORTED_MIB:
+            exposed, note = CLOUD_REPORTED_MIB[gpu_id]
+            basis = "cloud-reported"
+            source = f"{source};{note}"
+        elif row["observed_total_mib"] and gpu_id not in NOMINAL_DESPITE_OBSERVED:
+            exposed, basis = int(row["observed_total_mib"]), "observed"
+        else:
+            exposed, basis = nominal_mib, "nominal"
+        link = row["interconnect_gb_per_s"].strip()
+        out.append(
+            {
+                "id": canonical,
+                "family": family,
+                "form": form,
+                "default_variant": "yes" if default else "no",
+                "name": row["gpu_name"],
+                "vendor": VENDORS[row["vendor"]],
+                "architecture": _architecture(row["architecture"]),
+                "form_factor": form_factor,
+                "memory_gb_marketed": str(gb),
+                "memory_exposed_mib": str(exposed),
+                "memory_exposed_basis": basis,
+                "memory_bandwidth_gb_per_s": row["memory_bandwidth_gb_per_s"],
+                "fp32_tflops": row["fp32_tflops"],
+                "tf32_dense_tflops": row["tf32_dense_tflops"],
+                "bf16_dense_tflops": row["bf16_dense_tflops"],
+                "fp16_dense_tflops": row["fp16_dense_tflops"],
+                "fp8_dense_tflops": row["fp8_dense_tflops"],
+                "fp4_dense_tflops": row["fp4_dense_tflops"],
+                "int8_dense_tops": row["int8_dense_tops"],
+                "nvlink_gb_per_s": link if link else "0",
+                "compute_capability": row["compute_capability"],
+                "aliases": ";".join(aliases),
+                "spec_row": gpu_id,
+                "source": f"gpu-specs:{gpu_id} ({source})",
+                "as_of": AS_OF,
+            }
+        )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--specs", type=Path, default=SPECS_DEFAULT / "gpu_specs.csv")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parents[1] / "service/gpu_advisor/data/gpus.csv",
+    )
+    args = parser.parse_args()
+    with args.specs.open(newline="", encoding="utf-8") as fh:
+        spec_rows = list(csv.DictReader(fh))
+    rows = build_rows(spec_rows)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {len(rows)} GPUs to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Logging: structlog, one JSON object per line (or coloured console lines), no secrets.
+
+:func:`configure_logging` is called once by the composition root. The standard library's
+loggers (uvicorn, granian, litestar, redis) are routed through the same processors, so every
+line on stdout has the same shape: ``{"event", "level", "timestamp", "logger", "request_id",
+...}``. A processor masks values under secret-looking keys and passwords inside URLs, so a
+mistaken ``log.info("x", token=...)`` does not leak. Request bodies are never logged (the
+access log in :mod:`gpu_advisor.api.middleware` logs method, route, status and duration).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import MutableMapping
+from typing import IO, Any, Final
+
+import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
+
+_SECRET_KEY = re.compile(r"token|secret|password|passwd|authorization|cookie|api_?key", re.I)
+_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]+(?P<tail>@)", re.I)
+MASK: Final = "***"
+
+# Loggers of libraries that would otherwise keep their own handlers and formats.
+_LIBRARY_LOGGERS: Final = (
+    "uvicorn",
+    "uvicorn.error",
+    "uvicorn.access",
+    "_granian",
+    "granian.access",
+    "litestar",
+)
+
+
+def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    """structlog processor: mask values under secret-looking keys and URL passwords."""
+    for key, value in list(event_dict.items()):
+        if _SECRET_KEY.search(key):
+            event_dict[key] = MASK
+        elif isinstance(value, str):
+            event_dict[key] = _URL_PASSWORD.sub(rf"\g<head>{MASK}\g<tail>", value)
+        elif isinstance(value, MutableMapping):
+            event_dict[key] = _redact_mapping(value)
+    return event_dict
+
+
+def _redact_mapping(mapping: MutableMapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if _SECRET_KEY.search(str(key)):
+            out[key] = MASK
+        elif isinstance(value, str):
+            out[key] = _URL_PASSWORD.sub(rf"\g<head>{MASK}\g<tail>", value)
+        else:
+            out[key] = value
+    return out
+
+
+def _drop_color_message(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
+    """uvicorn adds a duplicate ``color_message`` with ANSI codes; drop it."""
+    event_dict.pop("color_message", None)
+    return event_dict
+
+
+def configure_logging(
+    level: str = "info", fmt: str = "json", stream: IO[str] | None = None
+) -> None:
+    """Configure structlog and the standard library's root logger (process-wide, once).
+
+    Args:
+        level: ``debug|info|warning|error|critical``.
+        fmt: ``json`` or ``console``.
+        stream: where lines go; stdout by default (the container's log).
+    """
+    numeric_level = logging.getLevelNamesMapping()[level.upper()]
+    shared: list[Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.ExtraAdder(),
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        _drop_color_message,
+        redact_secrets,
+        structlog.processors.StackInfoRenderer(),
+    ]
+    renderer: Processor
+    if fmt == "console":
+        renderer = structlog.dev.ConsoleRenderer(colors=False)
+    else:
+        shared.append(structlog.processors.dict_tracebacks)
+        renderer = structlog.processors.JSONRenderer()
+
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *shared,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared,
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+    )
+    handler = logging.StreamHandler(stream if stream is not None else sys.stdout)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(numeric_level)
+    for name in _LIBRARY_LOGGERS:
+        library_logger = logging.getLogger(name)
+        library_logger.handlers.clear()
+        library_logger.propagate = True
+    # The access log is ours (with the request id); the servers' own would duplicate it.
+    logging.getLogger("uvicorn.access").disabled = True
+    logging.getLogger("granian.access").disabled = True
+
+
+def get_logger(name: str) -> Any:
+    """A structlog logger bound to ``name`` (the module's ``__name__``)."""
+    return structlog.stdlib.get_logger(name)

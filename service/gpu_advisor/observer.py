@@ -1,0 +1,80 @@
+"""What the catalog and the request handlers report about themselves, without knowing how.
+
+The pricing catalog and the recommendation handlers call these methods; the composition root
+passes in :class:`gpu_advisor.metrics.Metrics` (Prometheus), tests and the CLI pass
+:data:`NULL_OBSERVER`. Keeping the protocols here means the catalog package never imports
+``prometheus_client``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Final, Protocol
+
+
+class CatalogObserver(Protocol):
+    """Events of the pricing catalog and its cache."""
+
+    def catalog_loaded(self, source: str, *, fetched_at_unix_s: float, offer_count: int) -> None:
+        """A source's catalog was (re)loaded: when the source produced it (Unix seconds, UTC)
+        and how many normalised offers it holds."""
+
+    def rows_dropped(self, source: str, reason: str, count: int) -> None:
+        """``count`` rows of ``source`` were dropped for ``reason`` (a reason code)."""
+
+    def refresh_failed(self, source: str) -> None:
+        """A refresh of ``source`` failed (the last good copy keeps serving)."""
+
+    def cache_hit(self, layer: str) -> None:
+        """A cache read found a value. ``layer``: ``memory`` or ``redis``."""
+
+    def cache_miss(self, layer: str) -> None:
+        """A cache read found nothing."""
+
+    def cache_error(self, layer: str) -> None:
+        """A cache operation failed (Redis unreachable, timeout, corrupt entry)."""
+
+
+class ComputeObserver(Protocol):
+    """Time spent computing answers (recommendations, estimates, checks)."""
+
+    def observe_compute(self, endpoint: str, seconds: float) -> None:
+        """One computation for ``endpoint`` (``recommendations``, ``estimate``, ``check``)
+        took ``seconds`` of wall time."""
+
+    def time_compute(self, endpoint: str) -> AbstractContextManager[None]:
+        """``with observer.time_compute("recommendations"): ...`` observes the block."""
+
+
+class NullObserver:
+    """Discards every event (CLI, tests, a catalog used outside the service)."""
+
+    def catalog_loaded(self, source: str, *, fetched_at_unix_s: float, offer_count: int) -> None:
+        """Discard."""
+
+    def rows_dropped(self, source: str, reason: str, count: int) -> None:
+        """Discard."""
+
+    def refresh_failed(self, source: str) -> None:
+        """Discard."""
+
+    def cache_hit(self, layer: str) -> None:
+        """Discard."""
+
+    def cache_miss(self, layer: str) -> None:
+        """Discard."""
+
+    def cache_error(self, layer: str) -> None:
+        """Discard."""
+
+    def observe_compute(self, endpoint: str, seconds: float) -> None:
+        """Discard."""
+
+    @contextmanager
+    def time_compute(self, endpoint: str) -> Iterator[None]:
+        """Run the block, time nothing."""
+        yield
+
+
+NULL_OBSERVER: Final = NullObserver()

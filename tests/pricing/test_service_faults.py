@@ -1,0 +1,201 @@
+"""Catalog service under faults, with real parts: a local HTTP server, the real Redis, and a
+second redis-server started (and killed) by the test."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpu_advisor.catalog.cache import RedisStore
+from gpu_advisor.catalog.config import CatalogConfig
+from gpu_advisor.catalog.service import CatalogService
+
+from .conftest import REDIS_URL, SKYPILOT_DIR, CountingServer
+
+pytestmark = pytest.mark.anyio
+
+LAMBDA_CSV = (SKYPILOT_DIR / "lambda" / "vms.csv").read_bytes()
+
+
+def _config(server: CountingServer, **kw: object) -> CatalogConfig:
+    base: dict[str, object] = {
+        "sources": ("skypilot",),
+        "skypilot_url": server.url,
+        "skypilot_clouds": ("lambda",),
+        "http_retries": 0,
+        "http_read_timeout_seconds": 0.5,
+        "http_connect_timeout_seconds": 0.5,
+        "revalidate_interval_seconds": 3600.0,
+    }
+    base.update(kw)
+    return CatalogConfig(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("500", "HTTP 500"),
+        ("timeout", "Timeout"),
+        ("garbage", "lacks columns"),
+        ("truncated", "truncated"),
+    ],
+)
+async def test_source_fault_keeps_last_good(
+    skypilot_server: CountingServer, fault: str, reason: str
+) -> None:
+    service = CatalogService(_config(skypilot_server))
+    await service.start()
+    try:
+        first = await service.refresh(force=True)
+        assert first.fetched == ("skypilot",)
+        good = await service.snapshot()
+        assert good.offers
+        assert all(o.source == "skypilot" for o in good.offers)
+        if fault == "500":
+            skypilot_server.fail_status = 500
+        elif fault == "timeout":
+            skypilot_server.stall_seconds = 1.5
+        elif fault == "garbage":
+            skypilot_server.override = b"\x00\x01 not a csv at all"
+        else:
+            skypilot_server.override = LAMBDA_CSV[: len(LAMBDA_CSV) // 2]
+        outcome = await service.refresh(force=True)
+        assert reason in outcome.failed["skypilot"]
+        after = await service.snapshot()
+        assert after.offers == good.offers  # the last good catalog stays in use
+        (status,) = after.sources
+        assert status.stale is True
+        assert reason in (status.last_error or "")
+        assert status.offers == len(good.offers)
+    finally:
+        skypilot_server.stall_seconds = 0
+        await service.close()
+
+
+async def test_start_does_not_wait_for_a_slow_source(skypilot_server: CountingServer) -> None:
+    skypilot_server.stall_seconds = 1.0
+    service = CatalogService(_config(skypilot_server, revalidate_interval_seconds=0.05))
+    t0 = time.monotonic()
+    await service.start()
+    try:
+        assert time.monotonic() - t0 < 0.5
+        snap = await service.snapshot()
+        assert snap.offers
+        assert snap.sources[0].name == "bundled"
+        assert snap.sources[0].fallback
+    finally:
+        skypilot_server.stall_seconds = 0
+        await service.close()
+
+
+async def test_two_instances_refreshing_at_once_fetch_once(
+    skypilot_server: CountingServer,
+) -> None:
+    prefix = f"gpu-advisor:test-{time.time_ns()}"
+    config = _config(skypilot_server, redis_url=REDIS_URL, key_prefix=prefix)
+    a, b = CatalogService(config), CatalogService(config)
+    await a.start()
+    await b.start()
+    try:
+        skypilot_server.stall_seconds = 0.3  # the fetch takes long enough to overlap
+        ra, rb = await asyncio.gather(a.refresh(force=True), b.refresh(force=True))
+        assert skypilot_server.requests["/lambda/vms.csv"] == 1
+        # at most one of them fetched (the start-up revalidation may have been the fetcher);
+        # the others took the result from the shared cache
+        assert len(ra.fetched) + len(rb.fetched) <= 1
+        assert ra.fetched + ra.shared == ("skypilot",)
+        assert rb.fetched + rb.shared == ("skypilot",)
+        sa, sb = await a.snapshot(), await b.snapshot()
+        assert sa.version == sb.version
+        assert sa.offers == sb.offers
+    finally:
+        skypilot_server.stall_seconds = 0
+        await a.close()
+        await b.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisProcess:
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        assert binary is not None, "redis-server must be installed"
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.1).close()
+                return
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError("redis-server did not start")
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(5)
+            self.proc = None
+
+
+@pytest.fixture
+def spare_redis() -> Iterator[RedisProcess]:
+    proc = RedisProcess(_free_port())
+    proc.start()
+    yield proc
+    proc.kill()
+
+
+async def test_redis_stopped_mid_run(
+    skypilot_server: CountingServer, spare_redis: RedisProcess, tmp_path: Path
+) -> None:
+    url = f"redis://127.0.0.1:{spare_redis.port}/0"
+    service = CatalogService(
+        _config(skypilot_server, redis_url=url, redis_socket_timeout_seconds=0.2)
+    )
+    await service.start()
+    try:
+        await service.refresh(force=True)
+        good = await service.snapshot()
+        assert (await service.health()).degraded is False
+
+        spare_redis.kill()
+        outcome = await service.refresh(force=True)  # Redis errors are misses, not failures
+        assert outcome.fetched == ("skypilot",)
+        snap = await service.snapshot()
+        assert snap.offers == good.offers
+        health = await service.health()
+        assert health.degraded is True
+        assert health.backend == "redis"
+        assert service.cache_degraded
+
+        spare_redis.start()  # same port; the service is not restarted
+        health = await service.health()
+        assert health.degraded is False
+        await service.refresh(force=True)
+        store = RedisStore(url)
+        try:
+            stored = await store.get("gpu-advisor:v1:catalog:skypilot:version")
+        finally:
+            await store.close()
+        assert stored == (await service.snapshot()).sources[0].version.encode()  # type: ignore[union-attr]
+    finally:
+        await service.close()
