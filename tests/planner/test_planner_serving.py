@@ -9,7 +9,7 @@ import pytest
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.planner import recommend
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
-from gpu_advisor.core.spec import InferenceWorkload, Workload
+from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload, Workload
 
 from .fixtures import GIB, GPUS, MIB, make_arch, make_offer, make_request, toy_estimate
 
@@ -83,42 +83,46 @@ def expert_estimate(
     *,
     capacity_bytes: int | None = None,
 ) -> MemoryBreakdown:
-    """bf16 weights: dense part split by TP x PP, routed experts also by EP; 1 GiB overhead."""
+    """16 B/param of training states: dense parameters split by TP x PP, routed experts also
+    by EP (ZeRO ignored); 1 GiB overhead."""
     routed = arch.parameters.routed_expert
     dense = arch.parameters.total - routed
     mp = plan.tensor_parallel * plan.pipeline_parallel
-    weights = 2 * dense // mp + 2 * routed // (mp * plan.expert_parallel)
+    per_gpu = dense // mp + routed // (mp * plan.expert_parallel)
     return MemoryBreakdown(
-        weights_bytes=weights,
+        weights_bytes=2 * per_gpu,
+        gradients_bytes=2 * per_gpu,
+        optimizer_bytes=12 * per_gpu,
         overhead_bytes=GIB,
-        total_bytes=weights + GIB,
+        total_bytes=16 * per_gpu + GIB,
         capacity_bytes=capacity_bytes or 0,
     )
 
 
-def test_expert_parallel_is_searched_for_moe() -> None:
-    # 4 GPUs; 6 heads -> TP in {1, 2}; 2 layers -> PP <= 2; so a replica of 4 is TP=2 x PP=2.
-    # 40e9 dense... 4e9 dense + 96e9 routed (8 experts):
-    #   EP=1: 2 * 4e9 / 4 + 2 * 96e9 / 4 = 50e9 B (46.6 GiB) + 1 GiB > 45.0 GiB (L40S)
-    #   EP=2: 2e9 + 24e9 = 26e9 B (24.2 GiB) + 1 GiB fits.
+def test_expert_parallel_is_searched_for_moe_training() -> None:
+    # 2e9 dense + 30e9 routed parameters (8 experts), 6 heads (TP in {1, 2}), 2 layers
+    # (PP <= 2), one node of 8 H100 (79.6 GiB usable). EP must divide DP.
+    #   TP x PP = 2, DP = 4:  EP=2: 16 x (1e9 + 7.5e9)  = 136e9 B  -> no
+    #                         EP=4: 16 x (1e9 + 3.75e9) =  76e9 B (70.8 GiB) + 1 GiB -> fits
+    #   TP = PP = 1, DP = 8:  EP=8: 16 x (2e9 + 3.75e9) =  92e9 B (85.7 GiB) -> no
     arch = make_arch(
-        100 * 10**9,
+        32 * 10**9,
         layers=2,
         heads=6,
         kv_heads=6,
         experts=8,
         experts_per_token=2,
-        routed_expert=96 * 10**9,
-        active=28 * 10**9,
+        routed_expert=30 * 10**9,
+        active=9_500_000_000,
     )
-    offer = make_offer("L40S-48GB", 4, interconnect="pcie")
-    workload = InferenceWorkload(engine="generic")
+    workload = TrainingWorkload(sharding="none", tokens=1e8)
+    offer = make_offer("H100-SXM-80GB", 8)
     result = recommend(arch, make_request(workload), [offer], GPUS, {}, expert_estimate)
     best = result.recommendations[0]
-    assert (best.plan.tensor_parallel, best.plan.pipeline_parallel) == (2, 2)
-    assert best.plan.expert_parallel == 2
-    assert best.memory_per_gpu.weights_bytes == 2 * 4 * 10**9 // 4 + 2 * 96 * 10**9 // 8
-    assert "EP=2" in best.rationale[0].text
+    assert best.plan.tensor_parallel * best.plan.pipeline_parallel == 2
+    assert (best.plan.data_parallel, best.plan.expert_parallel) == (4, 4)
+    assert best.memory_per_gpu.total_bytes == 76 * 10**9 + GIB
+    assert "EP=4" in best.rationale[0].text
 
 
 def test_latency_objective_ranks_serving_by_request_latency() -> None:

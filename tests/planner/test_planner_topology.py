@@ -165,3 +165,39 @@ def test_unknown_gpu_is_kept_and_rejected() -> None:
     )
     [rejected] = result.rejected
     assert (rejected.code, rejected.gpu) == ("unknown_gpu", "MYSTERY-99GB")
+
+
+def test_plans_the_estimator_refuses_are_skipped_and_workload_errors_propagate() -> None:
+    import pytest
+
+    from gpu_advisor.core.errors import InvalidSpecError
+
+    def no_tensor_parallel(arch, workload, plan, *, capacity_bytes=None):  # type: ignore[no-untyped-def]
+        if plan.tensor_parallel > 1:
+            raise InvalidSpecError("no TP for this model", field="plan.tensor_parallel")
+        return toy_estimate(arch, workload, plan, capacity_bytes=capacity_bytes)
+
+    # the TP=2 case above: TP refused -> TP=1 x PP=2 over the pair
+    arch = make_arch(22 * 10**9, layers=40)
+    workload = InferenceWorkload(concurrency=4, context_length=8192)
+    pair = make_offer("L40S-48GB", 2, interconnect="pcie")
+    result = recommend(arch, make_request(workload), [pair], GPUS, PROVIDERS, no_tensor_parallel)
+    best = result.recommendations[0]
+    assert (best.plan.tensor_parallel, best.plan.pipeline_parallel) == (1, 2)
+
+    def bad_workload(arch, workload, plan, *, capacity_bytes=None):  # type: ignore[no-untyped-def]
+        raise InvalidSpecError("unknown LoRA target", field="workload.lora_targets.0")
+
+    with pytest.raises(InvalidSpecError) as error:
+        recommend(arch, make_request(workload), [pair], GPUS, PROVIDERS, bad_workload)
+    assert error.value.field == "workload.lora_targets.0"
+
+
+def test_tensor_parallel_respects_kv_head_divisibility() -> None:
+    # 24 heads, 6 KV heads: TP=4 divides the heads but neither divides 6 KV heads nor is a
+    # multiple of them -> skipped; TP=2 (divides 6) is used with PP.
+    from gpu_advisor.core.planner.topology import SearchSpace
+
+    arch = make_arch(1 * 10**9, heads=24, kv_heads=6)
+    space = SearchSpace(arch, make_request(InferenceWorkload()).constraints, None)  # type: ignore[arg-type]
+    assert space.tensor_degrees(8, 8) == [1, 2]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from gpu_advisor.core.architecture import Architecture
+from gpu_advisor.core.errors import InvalidSpecError
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
 from gpu_advisor.core.spec import Workload
 
@@ -52,14 +53,26 @@ class MemoMemory:
         self._estimate = estimate
         self._arch = arch
         self._workload = workload
-        self._cache: dict[tuple[ParallelPlan, int | None], MemoryBreakdown] = {}
+        self._cache: dict[tuple[ParallelPlan, int | None], MemoryBreakdown | None] = {}
         self.calls = 0
 
-    def __call__(self, plan: ParallelPlan, capacity_bytes: int | None = None) -> MemoryBreakdown:
+    def __call__(
+        self, plan: ParallelPlan, capacity_bytes: int | None = None
+    ) -> MemoryBreakdown | None:
+        """The breakdown of ``plan``, or None when the estimator says the plan cannot run the
+        model (an :class:`InvalidSpecError` about a ``plan.*`` field: the search then skips it).
+        Errors about the workload itself propagate: they are the caller's to fix."""
         key = (plan, capacity_bytes)
-        found = self._cache.get(key)
-        if found is None:
-            self.calls += 1
-            found = self._estimate(self._arch, self._workload, plan, capacity_bytes=capacity_bytes)
-            self._cache[key] = found
+        if key in self._cache:
+            return self._cache[key]
+        self.calls += 1
+        try:
+            found: MemoryBreakdown | None = self._estimate(
+                self._arch, self._workload, plan, capacity_bytes=capacity_bytes
+            )
+        except InvalidSpecError as error:
+            if not (error.field or "").startswith("plan."):
+                raise
+            found = None
+        self._cache[key] = found
         return found

@@ -34,6 +34,10 @@ from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan, Reason
 from gpu_advisor.core.spec import InferenceWorkload, Objective
 
 
+def _total(memory: MemoryBreakdown | None) -> int | None:
+    return None if memory is None else memory.total_bytes
+
+
 class ServingPlanner:
     """Serving plans for the groups of one request."""
 
@@ -68,14 +72,18 @@ class ServingPlanner:
         """The first EP degree at which a ``t x p`` replica fits and its KV pool holds one
         full-context sequence; ``best`` / ``pool`` collect what a rejection would cite."""
         memory_of, usable = self.space.memory, ctx.usable_bytes
-        for e in self.space.expert_degrees(t * p):
+        for e in self.space.expert_degrees(1):
             plan = ParallelPlan(tensor_parallel=t, pipeline_parallel=p, expert_parallel=e)
             need = memory_of(plan)
+            if need is None:
+                continue
             if not best or need.total_bytes < best[0].total_bytes:
                 best[:] = [need]
             if need.total_bytes > usable:
                 continue
             memory = memory_of(plan, ctx.key.memory_exposed_bytes)
+            if memory is None:  # pragma: no cover - the requirement call accepted it
+                continue
             limit = max_concurrency(memory, self.workload, usable)
             if limit is not None and limit < 1:
                 non_kv = memory.total_bytes - memory.kv_cache_bytes
@@ -249,7 +257,7 @@ class ServingPlanner:
                 code="split_to_fit",
                 data={
                     "replica_gpus": replica_gpus,
-                    "one_gpu_need_bytes": self.space.memory(ParallelPlan()).total_bytes,
+                    "one_gpu_need_bytes": _total(self.space.memory(ParallelPlan())),
                     "usable_bytes": int(ctx.usable_bytes),
                 },
             )

@@ -166,23 +166,29 @@ class SearchSpace:
         )
 
     def tensor_degrees(self, gpus_per_node: int, cap: int) -> list[int]:
-        """TP degrees: powers of two dividing the node's GPUs and the attention heads."""
-        heads = self.arch.num_attention_heads
+        """TP degrees: powers of two dividing the node's GPUs and the attention heads, and
+        dividing the KV heads or a multiple of them (KV heads are split or replicated whole;
+        vLLM ``QKVParallelLinear``); MLA has no per-head KV cache to split."""
+        heads, kv = self.arch.num_attention_heads, self.arch.num_kv_heads
+        mla = self.arch.mla is not None
         return [
             t
             for t in powers_of_two(min(gpus_per_node, cap))
-            if gpus_per_node % t == 0 and heads % t == 0
+            if gpus_per_node % t == 0 and heads % t == 0 and (mla or kv % t == 0 or t % kv == 0)
         ]
 
-    def expert_degrees(self, group_size: int) -> list[int]:
-        """EP degrees: powers of two dividing the routed experts and ``group_size``."""
+    def expert_degrees(self, data_parallel: int) -> list[int]:
+        """EP degrees: powers of two dividing the routed experts and the data-parallel degree
+        (experts are spread over ranks carved out of the data-parallel group, Megatron-Core
+        ``expert_model_parallel_size``). A serving replica (DP = 1) keeps EP = 1; its experts
+        are split by TP and PP."""
         experts = self.arch.num_experts
         if experts <= 0:
             return [1]
         return [
             e
-            for e in powers_of_two(min(experts, group_size))
-            if experts % e == 0 and group_size % e == 0
+            for e in powers_of_two(min(experts, data_parallel))
+            if experts % e == 0 and data_parallel % e == 0
         ]
 
     def topology_notes(
@@ -339,7 +345,7 @@ class TrainingPlanner:
                 if total % (t * p):
                     continue
                 d = total // (t * p)
-                experts = self.space.expert_degrees(t * d)
+                experts = self.space.expert_degrees(d)
                 loosest = ParallelPlan(
                     tensor_parallel=t,
                     pipeline_parallel=p,
@@ -349,6 +355,8 @@ class TrainingPlanner:
                     sequence_parallel=t > 1,
                 )
                 need = memory(loosest)
+                if need is None:
+                    continue
                 if not best or need.total_bytes < best[0].total_bytes:
                     best[:] = [need]
                 if need.total_bytes > usable:
@@ -372,7 +380,8 @@ class TrainingPlanner:
                     sharding=s,
                     sequence_parallel=t > 1,
                 )
-                if self.space.memory(plan).total_bytes <= usable:
+                found = self.space.memory(plan)
+                if found is not None and found.total_bytes <= usable:
                     return plan
         return None
 
@@ -397,6 +406,8 @@ class TrainingPlanner:
             scored: list[tuple[float, PlanOption]] = []
             for plan in plans:
                 memory = self.space.memory(plan, key.memory_exposed_bytes)
+                if memory is None:  # pragma: no cover - the requirement call accepted it
+                    continue
                 speed_key = (plan, memory.total_bytes, ctx.compute, link, ctx.efficiency)
                 estimate = self._speeds.get(speed_key)
                 if estimate is None:
