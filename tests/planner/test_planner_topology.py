@@ -58,7 +58,7 @@ def test_two_nodes_only_where_the_offer_has_a_cluster_network() -> None:
     assert rejected.code == "no_cluster_network"
     assert rejected.data["nodes_needed"] == 2
     assert rejected.examples == ["acme no-network us-east-1"]
-    assert "needs 2 nodes of H100-SXM-80GB" in rejected.text
+    assert "needs 2 nodes of 8 × H100-SXM-80GB" in rejected.text
 
 
 def test_max_nodes_one_turns_the_clustered_offer_down_with_a_suggestion() -> None:
@@ -73,7 +73,7 @@ def test_max_nodes_one_turns_the_clustered_offer_down_with_a_suggestion() -> Non
     assert [g.code for g in result.rejected] == ["over_max_nodes"]
     assert result.rejected[0].data["nodes_needed"] == 2
     assert [s.code for s in result.suggestions] == ["raise_max_nodes"]
-    assert result.suggestions[0].text == "raise max_nodes to 2 (H100-SXM-80GB)"
+    assert result.suggestions[0].text == "raise max_nodes to 2 (8 × H100-SXM-80GB)"
 
 
 def _eight_gpu_serving() -> tuple:

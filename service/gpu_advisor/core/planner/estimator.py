@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from msgspec import structs
+
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.errors import InvalidSpecError
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
-from gpu_advisor.core.spec import Workload
+from gpu_advisor.core.spec import InferenceWorkload, Workload
 
 
 class MemoryEstimator(Protocol):
@@ -55,6 +57,9 @@ class MemoMemory:
         self._workload = workload
         self._cache: dict[tuple[ParallelPlan, int | None], MemoryBreakdown | None] = {}
         self.calls = 0
+        self._capacity_matters = isinstance(workload, InferenceWorkload) and (
+            workload.engine == "vllm"
+        )
 
     def __call__(
         self, plan: ParallelPlan, capacity_bytes: int | None = None
@@ -65,6 +70,19 @@ class MemoMemory:
         key = (plan, capacity_bytes)
         if key in self._cache:
             return self._cache[key]
+        if capacity_bytes and not self._capacity_matters:
+            # The capacity only fills capacity_bytes / headroom_fraction here (no engine
+            # reservation outside vLLM serving): derive them instead of asking again.
+            need = self(plan)
+            derived = None
+            if need is not None:
+                derived = structs.replace(
+                    need,
+                    capacity_bytes=capacity_bytes,
+                    headroom_fraction=1 - need.total_bytes / capacity_bytes,
+                )
+            self._cache[key] = derived
+            return derived
         self.calls += 1
         try:
             found: MemoryBreakdown | None = self._estimate(

@@ -142,9 +142,14 @@ def _no_cluster_network(d: Mapping[str, Any]) -> str:
             f"{format_gib(d['exposed_bytes'])})"
         )
     return (
-        f"needs {d['nodes_needed']} nodes of {d['gpu']}{one_node}, but the offer has no cluster "
-        "network (InfiniBand, EFA or RoCE)"
+        f"needs {d['nodes_needed']} nodes of {_instance(d)}{one_node}, but the offer has no "
+        "cluster network (InfiniBand, EFA or RoCE)"
     )
+
+
+def _instance(d: Mapping[str, Any]) -> str:
+    count = d.get("gpu_count")
+    return f"{count} × {d['gpu']}" if count else str(d["gpu"])
 
 
 _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
@@ -207,7 +212,7 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"needs {d['gpus_needed']} GPUs of {d['gpu']}; max_gpus is {d['max_gpus']}"
     ),
     "over_max_nodes": lambda d: (
-        f"needs {d['nodes_needed']} nodes of {d['gpu']}; max_nodes is {d['max_nodes']}"
+        f"needs {d['nodes_needed']} nodes of {_instance(d)}; max_nodes is {d['max_nodes']}"
     ),
     "no_cluster_network": _no_cluster_network,
     "tp_over_pcie": lambda d: (
@@ -237,7 +242,7 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "raise_max_price": lambda d: (
         f"raise max_price_per_hour_usd to at least {usd(d['price_per_hour_usd'])} ({d['offer']})"
     ),
-    "raise_max_nodes": lambda d: f"raise max_nodes to {d['nodes_needed']} ({d['gpu']})",
+    "raise_max_nodes": lambda d: f"raise max_nodes to {d['nodes_needed']} ({_instance(d)})",
     "raise_max_gpus": lambda d: f"raise max_gpus to {d['gpus_needed']} ({d['gpu']})",
     "include_provider": lambda d: f"add provider {d['provider']} ({d['offer']})",
     "include_region": lambda d: f"add region {d['region']} ({d['offer']})",
@@ -249,7 +254,7 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"{format_gib(d['largest_exposed_bytes'])}"
     ),
     "cluster_network": lambda d: (
-        f"an offer with a cluster network: {d['gpu']} needs {d['nodes_needed']} nodes"
+        f"an offer with a cluster network: {_instance(d)} needs {d['nodes_needed']} nodes"
     ),
     "allow_spot": lambda d: f"set spot to 'allow' ({d['offer']} on spot)",
     "nvlink_offer": lambda d: (

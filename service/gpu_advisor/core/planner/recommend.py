@@ -134,7 +134,7 @@ class Evaluation:
         match self.workload:
             case TrainingWorkload():
                 self.training_planner: TrainingPlanner | None = TrainingPlanner(
-                    space, self.workload
+                    space, self.workload, request.objective
                 )
                 self.serving_planner: ServingPlanner | None = None
             case InferenceWorkload():

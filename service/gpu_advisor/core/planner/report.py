@@ -378,6 +378,21 @@ def _least(market: MarketResult, name: str, outcome: Outcome, members: NDArray[n
     return float(np.min(market.minimum(name, positions)))
 
 
+def _nearest(reason: Reason) -> float:
+    """Order of a group's rejections by how close the offer came to fitting, so the sentence
+    quotes the nearest miss: the smallest memory shortfall, the fewest GPUs needed."""
+    data = reason.data
+    match reason.code:
+        case "insufficient_memory":
+            return float(data.get("need_bytes", 2**62) - data["usable_bytes"])
+        case "no_cluster_network" | "over_max_nodes":
+            return float(data["nodes_needed"] * data.get("gpu_count", 1))
+        case "over_max_gpus":
+            return float(data["gpus_needed"])
+        case _:
+            return 0.0
+
+
 def _rejection_data(
     ev: Evaluation,
     outcome: Outcome,
@@ -395,9 +410,9 @@ def _rejection_data(
             for g in np.flatnonzero(present).tolist()
             if (verdict := ev.verdicts[g]) is not None and verdict.rejection is not None
         ]
-        if code == "insufficient_memory":
-            reasons.sort(key=lambda r: r.data.get("need_bytes", 0) - r.data["usable_bytes"])
-        return dict(reasons[0].data) if reasons else {"gpu": gpu}
+        if reasons:
+            return dict(min(reasons, key=_nearest).data)
+        return {"gpu": gpu}
     match code:
         case "gpu_excluded":
             return {"gpu": gpu}

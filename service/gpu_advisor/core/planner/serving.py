@@ -24,11 +24,13 @@ from gpu_advisor.core.planner.performance import (
     max_concurrency,
 )
 from gpu_advisor.core.planner.topology import (
+    PIPELINE_MAX,
     GroupContext,
     GroupVerdict,
     PlanOption,
     SearchSpace,
     powers_of_two,
+    smallest_fitting_power,
 )
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan, Reason
 from gpu_advisor.core.spec import InferenceWorkload, Objective
@@ -58,7 +60,7 @@ class ServingPlanner:
             if (r > g and r % g) or (r <= g and g % r):
                 continue
             for t in tps:
-                if r % t == 0 and r // t <= self.space.arch.num_layers:
+                if r % t == 0 and r // t <= min(self.space.arch.num_layers, PIPELINE_MAX):
                     yield t, r // t
 
     def fit_replica(
@@ -141,10 +143,13 @@ class ServingPlanner:
             return GroupVerdict(rejection=pool[0])
 
         def fits_on(tp_cap: int, max_nodes: int) -> int | None:
-            for t, p in self.replica_shapes(g, tp_cap, max_nodes):
-                if self.fit_replica(t, p, ctx, [], []) is not None:
-                    return max(1, t * p // g)
-            return None
+            def fits(nodes: int) -> bool:  # some replica of up to ``nodes`` nodes fits
+                return any(
+                    self.fit_replica(t, p, ctx, [], []) is not None
+                    for t, p in self.replica_shapes(g, tp_cap, nodes)
+                )
+
+            return smallest_fitting_power(fits, max_nodes)
 
         return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, best))
 

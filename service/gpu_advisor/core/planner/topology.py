@@ -20,8 +20,9 @@ and the search stops at the first fitting plan in the order t, p, e, ZeRO: at mo
 ``|t| x |p| x (1 + |e| x |zero|)`` estimator calls per node count, memoised per request (plans
 recur across groups with the same GPU count, whatever the GPU).
 
-Training chooses, per node count, the plan with the shortest time per token; the node counts
-stay as separate options because cost, time and deadline trade them off per offer.
+Training chooses, per node count, the plan with the shortest time per token; node counts stay
+separate options (cost, time and deadline trade them off per offer), from the first that fits
+up to the first that meets the deadline -- or all of them for ``time_to_result``.
 Serving is in :mod:`gpu_advisor.core.planner.serving`.
 """
 
@@ -49,11 +50,37 @@ from gpu_advisor.core.planner.performance import (
     estimate_training,
 )
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan, Reason
-from gpu_advisor.core.spec import Constraints, Sharding, TrainingWorkload
+from gpu_advisor.core.spec import Constraints, Objective, Sharding, TrainingWorkload
 
-NODE_PROBE_LIMIT = 1024
-"""Largest node count probed to explain a rejection ("fits on 4 nodes"); the schema caps
-``max_nodes`` at 1024 too."""
+NODE_PROBE_LIMIT = 64
+"""Largest node count probed to explain a rejection ("needs 4 nodes ..."): 64 nodes of 8 GPUs
+is already a 512-GPU cluster; an offer that needs more is explained by its memory shortfall
+instead. (``max_nodes`` itself may go to 1024.)"""
+
+PIPELINE_MIN_SAVING = 0.02
+"""The PP search stops when doubling PP lowers the per-GPU requirement by less than this."""
+
+PIPELINE_MAX = 64
+"""Largest pipeline-parallel degree searched: the 1-trillion-parameter Megatron-LM run used
+PP = 64 (Narayanan et al. 2021, Table 1); Llama 3 405B used 16 (Dubey et al. 2024, Table 4)."""
+
+
+def smallest_fitting_power(fits: Callable[[int], bool], limit: int) -> int | None:
+    """Smallest power of two ``n <= limit`` with ``fits(n)``, by binary search over the
+    exponents (memory per GPU falls as nodes are added, so ``fits`` is monotone); None when
+    even ``limit`` (rounded down to a power of two) does not fit."""
+    powers = list(powers_of_two(limit))
+    if not powers or not fits(powers[-1]):
+        return None
+    low, high = 0, len(powers) - 1  # powers[high] fits
+    while low < high:
+        middle = (low + high) // 2
+        if fits(powers[middle]):
+            high = middle
+        else:
+            low = middle + 1
+    return powers[high]
+
 
 ZERO_STAGES: tuple[Sharding, ...] = ("none", "zero1", "zero2", "zero3")
 
@@ -256,6 +283,7 @@ class SearchSpace:
             if key.network_gbit_per_s is None:
                 network: dict[str, Any] = {
                     "gpu": gpu.id,
+                    "gpu_count": g,
                     "nodes_needed": nodes,
                     "exposed_bytes": key.memory_exposed_bytes,
                 }
@@ -267,6 +295,7 @@ class SearchSpace:
                     code="over_max_nodes",
                     data={
                         "gpu": gpu.id,
+                        "gpu_count": g,
                         "nodes_needed": nodes,
                         "max_nodes": self.constraints.max_nodes,
                     },
@@ -293,9 +322,15 @@ class SearchSpace:
 class TrainingPlanner:
     """Training plans for the groups of one request."""
 
-    def __init__(self, space: SearchSpace, workload: TrainingWorkload) -> None:
+    def __init__(
+        self, space: SearchSpace, workload: TrainingWorkload, objective: Objective = "total_cost"
+    ) -> None:
         self.space = space
         self.workload = workload
+        # Adding nodes only shortens the job (and costs more: communication is added, billed
+        # GPU-hours never fall in this model), so more nodes than the first fitting count
+        # are worth pricing only for time_to_result or to meet a deadline.
+        self.all_node_counts = objective == "time_to_result"
         self.shardings: tuple[Sharding, ...] = (
             (workload.sharding,) if workload.sharding else ZERO_STAGES
         )
@@ -329,6 +364,46 @@ class TrainingPlanner:
             best[:] = [smallest]
         return plans
 
+    def fits_somewhere(self, gpus_per_node: int, nodes: int, tp_cap: int, usable: float) -> bool:
+        """Whether any plan on ``nodes`` nodes fits: only the most-sharded plan of each
+        (TP, PP) is asked (enough to explain a rejection)."""
+        key = (gpus_per_node, nodes, tp_cap, usable)
+        if key in self._fits:
+            return bool(self._fits[key][0])
+        total = gpus_per_node * nodes
+        # widest TP first: the likeliest to fit, so a fitting node count is found early
+        for t in reversed(self.space.tensor_degrees(gpus_per_node, tp_cap)):
+            for _, need in self._pipeline_sweep(t, total):
+                if need.total_bytes <= usable:
+                    return True
+        return False
+
+    def _pipeline_sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
+        """The most-sharded plan of each PP degree for TP ``t`` over ``total`` GPUs, with its
+        requirement, PP ascending. Stops once doubling PP saves under
+        :data:`PIPELINE_MIN_SAVING` of the requirement: PP then only adds bubble (with ZeRO-3
+        the model states are already sharded over every GPU whatever PP is)."""
+        previous: int | None = None
+        for p in powers_of_two(min(self.space.arch.num_layers, total // t, PIPELINE_MAX)):
+            if total % (t * p):
+                continue
+            d = total // (t * p)
+            loosest = ParallelPlan(
+                tensor_parallel=t,
+                pipeline_parallel=p,
+                data_parallel=d,
+                expert_parallel=self.space.expert_degrees(d)[-1],
+                sharding=self.shardings[-1],
+                sequence_parallel=t > 1,
+            )
+            need = self.space.memory(loosest)
+            if need is None:
+                continue
+            yield loosest, need
+            if previous is not None and need.total_bytes > previous * (1 - PIPELINE_MIN_SAVING):
+                return
+            previous = need.total_bytes
+
     def _search(
         self,
         gpus_per_node: int,
@@ -337,31 +412,16 @@ class TrainingPlanner:
         usable: float,
         best: list[MemoryBreakdown],
     ) -> list[ParallelPlan]:
-        arch, memory = self.space.arch, self.space.memory
         total = gpus_per_node * nodes
         fitting: list[ParallelPlan] = []
         for t in self.space.tensor_degrees(gpus_per_node, tp_cap):
-            for p in powers_of_two(min(arch.num_layers, total // t)):
-                if total % (t * p):
-                    continue
-                d = total // (t * p)
-                experts = self.space.expert_degrees(d)
-                loosest = ParallelPlan(
-                    tensor_parallel=t,
-                    pipeline_parallel=p,
-                    data_parallel=d,
-                    expert_parallel=experts[-1],
-                    sharding=self.shardings[-1],
-                    sequence_parallel=t > 1,
-                )
-                need = memory(loosest)
-                if need is None:
-                    continue
+            for loosest, need in self._pipeline_sweep(t, total):
                 if not best or need.total_bytes < best[0].total_bytes:
                     best[:] = [need]
                 if need.total_bytes > usable:
                     continue
-                found = self._first_fit(t, p, d, experts, usable)
+                p, d = loosest.pipeline_parallel, loosest.data_parallel
+                found = self._first_fit(t, p, d, self.space.expert_degrees(d), usable)
                 if found is not None:
                     fitting.append(found)
                     break
@@ -394,8 +454,15 @@ class TrainingPlanner:
             limit = min(limit, constraints.max_gpus // key.gpu_count)
         return list(powers_of_two(limit))
 
+    def _fast_enough(self, option: PlanOption) -> bool:
+        """No deadline, or this option meets it: larger node counts would only cost more."""
+        deadline = self.space.constraints.deadline_hours
+        return deadline is None or option.time_hours is None or option.time_hours <= deadline
+
     def plan(self, ctx: GroupContext) -> GroupVerdict:
-        """Per node count, the fastest fitting plan; or why none fits."""
+        """Per node count, the fastest fitting plan; or why none fits. Node counts stop at the
+        first that fits (meeting the deadline, if any) unless the objective is
+        ``time_to_result``."""
         key, gpu = ctx.key, ctx.gpu
         g = key.gpu_count
         best: list[MemoryBreakdown] = []
@@ -434,13 +501,14 @@ class TrainingPlanner:
                 scored.append((1.0 / estimate.tokens_per_second, option))
             if scored:
                 options.append(min(scored, key=lambda item: item[0])[1])
+                if not self.all_node_counts and self._fast_enough(options[-1]):
+                    break
         if options:
             return GroupVerdict(options=tuple(options))
 
         def fits_on(tp_cap: int, max_nodes: int) -> int | None:
-            for n in powers_of_two(max_nodes):
-                if self.first_fits(g, n, tp_cap, ctx.usable_bytes, []):
-                    return n
-            return None
+            return smallest_fitting_power(
+                lambda n: self.fits_somewhere(g, n, tp_cap, ctx.usable_bytes), max_nodes
+            )
 
         return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, best))
