@@ -23,6 +23,7 @@ REJECTION_CODES: tuple[str, ...] = (
     "region_excluded",
     "spot_unavailable",
     "unknown_gpu",
+    "gpu_rate_unknown",
     "dtype_unsupported",
     "over_max_gpus",
     "over_max_nodes",
@@ -155,7 +156,9 @@ def _instance(d: Mapping[str, Any]) -> str:
 _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     # rationale
     "plan": _plan,
-    "tp_in_nvlink_domain": lambda d: f"TP={d['tensor_parallel']} inside one NVLink domain",
+    "tp_in_nvlink_domain": lambda d: (
+        f"TP={d['tensor_parallel']} inside one {d.get('fabric', 'NVLink')} domain"
+    ),
     "tp_limited_pcie": lambda d: (
         f"PCIe-only GPUs: TP limited to {d['max_tensor_parallel']}, "
         f"PP={d['pipeline_parallel']} carries the rest"
@@ -201,6 +204,10 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     ),
     # rejections
     "unknown_gpu": lambda d: f"GPU {d['gpu']} is not in the GPU table",
+    "gpu_rate_unknown": lambda d: (
+        f"the GPU table has no published compute rate for {d['gpu']}, so {d['dtype']} work on "
+        "it cannot be timed or priced"
+    ),
     "gpu_excluded": lambda d: f"{d['gpu']} is not in constraints.gpu_types",
     "provider_excluded": lambda d: f"provider {d['provider']} is not in constraints.providers",
     "region_excluded": lambda d: f"region {d['region']} is not in constraints.regions",

@@ -115,6 +115,13 @@ def compute_path(gpu: GpuSpec, dtype: str) -> ComputePath | None:
     return None
 
 
+def has_published_rates(gpu: GpuSpec) -> bool:
+    """Whether the GPU table gives any dense rate for ``gpu``. A GPU with none (the A10G:
+    NVIDIA publishes no datasheet, shared/data/gpu-specs README) cannot be timed; that is a
+    data gap, not a missing hardware path."""
+    return any(path_rate_tflops(gpu, path) is not None for path in _RATE_FIELD)
+
+
 def missing_path_requirement(dtype: str) -> str:
     """The oldest architecture with a native path for ``dtype`` (for rejection sentences)."""
     native, fallback = _PATHS.get(dtype, ((), ("bf16",)))

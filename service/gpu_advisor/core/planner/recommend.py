@@ -28,6 +28,7 @@ from gpu_advisor.core.planner.estimator import MemoMemory, MemoryEstimator
 from gpu_advisor.core.planner.explain import REJECTION_CODES
 from gpu_advisor.core.planner.hardware import (
     compute_path,
+    has_published_rates,
     inference_weight_dtype,
     missing_path_requirement,
     training_compute_dtype,
@@ -189,6 +190,10 @@ class Evaluation:
                 dtype = inference_weight_dtype(self.arch, self.workload)
                 mfu = None
         compute = compute_path(gpu, dtype)
+        if compute is None and not has_published_rates(gpu):
+            return GroupVerdict(
+                rejection=Reason(code="gpu_rate_unknown", data={"gpu": gpu.id, "dtype": dtype})
+            )
         if compute is None:
             return GroupVerdict(
                 rejection=Reason(

@@ -39,7 +39,20 @@ MIN_VCPUS_PER_GPU = 4
 tokenisation -- a warning, not a rejection."""
 
 EXAMPLES_PER_GROUP = 3
-_STRUCTURAL = frozenset(REJECTION_CODES[4:12])
+_STRUCTURAL = frozenset(
+    {
+        "unknown_gpu",
+        "gpu_rate_unknown",
+        "dtype_unsupported",
+        "over_max_gpus",
+        "over_max_nodes",
+        "no_cluster_network",
+        "tp_over_pcie",
+        "insufficient_memory",
+        "kv_pool_too_small",
+    }
+)
+"""Codes decided per planning group (their data comes from the group's verdict)."""
 
 
 def describe(offer: Offer) -> str:

@@ -225,9 +225,11 @@ class SearchSpace:
         notes: list[Reason] = []
         t = plan.tensor_parallel
         if t > 1 and ctx.domain >= t:
+            fabric = "Infinity Fabric" if ctx.gpu.vendor == "amd" else "NVLink"
             notes.append(
                 Reason(
-                    code="tp_in_nvlink_domain", data={"tensor_parallel": t, "domain": ctx.domain}
+                    code="tp_in_nvlink_domain",
+                    data={"tensor_parallel": t, "domain": ctx.domain, "fabric": fabric},
                 )
             )
         elif t * plan.pipeline_parallel > ctx.tp_cap and ctx.tp_cap < ctx.key.gpu_count:
