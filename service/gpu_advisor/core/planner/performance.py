@@ -259,6 +259,15 @@ def max_concurrency(
     return max(0, math.floor(pool / per_sequence))
 
 
+def prompt_tokens(workload: InferenceWorkload) -> int:
+    """Prompt length: ``prompt_tokens`` (at most the context), else the context minus the
+    output tokens, at least 1 -- the same default as the memory estimator, whose KV cache is
+    sized for the full context."""
+    if workload.prompt_tokens is not None:
+        return min(workload.prompt_tokens, workload.context_length)
+    return max(1, workload.context_length - workload.output_tokens)
+
+
 def _expert_read_fraction(arch: Architecture, batch: int) -> float:
     """Share of the weights a decode step reads: all dense weights, and of the routed experts
     the expected share touched by ``batch`` tokens routed uniformly to ``k`` of ``E`` experts,
@@ -299,9 +308,7 @@ def estimate_inference(
     batch = workload.concurrency
     if concurrency_limit is not None:
         batch = max(1, min(batch, concurrency_limit))
-    prompt = float(
-        workload.prompt_tokens or max(1, workload.context_length - workload.output_tokens)
-    )
+    prompt = float(prompt_tokens(workload))
     output = float(workload.output_tokens)
     mean_context = min(prompt + output / 2.0, float(workload.context_length))
     bandwidth = max(gpu.memory_bandwidth_bytes_per_s, 1) * DECODE_BANDWIDTH_EFFICIENCY
