@@ -289,7 +289,22 @@ def _compact(text: str) -> str:
     return "".join(t for t in _SPLIT.split(text[:_MAX_NAME_CHARS].upper()) if t)
 
 
+_RTX_A_SERIES = re.compile(r"^A\d{4}$")
+
+
+def unknown_model_key(model: str) -> str:
+    """One spelling for a model the GPU table lacks.
+
+    NVIDIA's RTX A-series workstation cards are named "RTX A4000", "RTX A5000" (NVIDIA product
+    pages); clouds write them "A5000" (shadeform, paperspace, primeintellect) or "RTXA5000"
+    (runpod, vast). A bare ``A`` + four digits is read as that series (data-centre A-parts
+    have two or three digits: A10, A16, A30, A100, A800).
+    """
+    return f"RTX{model}" if _RTX_A_SERIES.match(model) else model
+
+
 def _unknown_id(model: str, memory_gb: int | None) -> str:
+    model = unknown_model_key(model)
     return f"{model}-{memory_gb}GB" if memory_gb else model
 
 
