@@ -114,3 +114,23 @@ def test_live_sources_keep_unknown_gpus_under_one_spelling() -> None:
     assert bundled.stats.dropped["gpu_spec_unknown"] == 5
     assert bundled.stats.offers_out == 0
     assert len(bundled.stats.examples["gpu_spec_unknown"]) == 3
+
+
+def test_a_gpu_cloud_with_multi_node_clusters_is_bundled() -> None:
+    """Issue: at least one GPU cloud other than AWS/GCP offers cluster-grade networking."""
+    offers = BundledSource().load().offers
+    clouds = {
+        o.provider
+        for o in offers
+        if o.network is not None and o.network.cluster_grade and o.provider not in {"aws", "gcp"}
+    }
+    assert "nebius" in clouds
+    # Nebius GPU clusters: InfiniBand on gpu-h100-sxm / gpu-h200-sxm 8-GPU presets, 8 HCAs of
+    # NDR 400 Gb/s = 3,200 Gbit/s per host (instance_networks.csv, SkyPilot nebius_infiniband)
+    eight = [o for o in offers if o.provider == "nebius" and o.gpu_count == 8]
+    assert eight
+    for o in eight:
+        assert o.network is not None
+        assert (o.network.fabric, o.network.gbit_per_s) == ("infiniband", 8 * 400)
+    # single-GPU presets cannot join a GPU cluster: no cluster network
+    assert all(o.network is None for o in offers if o.provider == "nebius" and o.gpu_count == 1)

@@ -239,8 +239,21 @@ def test_cluster_offer_kept_apart_from_the_pod_offer(result: SourceResult) -> No
     prices = {o.instance_type: o.price_per_hour_usd for o in eight}
     assert prices == {
         RUNPOD_H100: pytest.approx(8 * 2.69),
-        f"{RUNPOD_H100} [runpod-cluster]": pytest.approx(8 * 2.99),
+        f"{RUNPOD_H100} (runpod-cluster)": pytest.approx(8 * 2.99),
     }
+
+
+def test_instant_cluster_offer_carries_the_cluster_network(result: SourceResult) -> None:
+    by_type = {
+        o.instance_type: o
+        for o in result.offers
+        if o.provider == "runpod" and o.gpu_count == 8 and o.region == "EU-RO-1"
+    }
+    cluster = by_type[f"{RUNPOD_H100} (runpod-cluster)"]
+    assert cluster.network is not None
+    # runpod/docs instant-clusters.mdx: "Most clusters include 3200 Gbps networking"
+    assert (cluster.network.gbit_per_s, cluster.network.cluster_grade) == (3200, True)
+    assert by_type[RUNPOD_H100].network is None  # an ordinary pod is not in a cluster
 
 
 def test_gpus_resolved_and_unknown_flagged(result: SourceResult) -> None:

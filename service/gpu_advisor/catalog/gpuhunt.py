@@ -19,7 +19,8 @@ Format, as dstack publishes it (``dstackai/gpuhunt``):
 * ``flags`` (space-separated): offers that older dstack versions must not see, e.g.
   ``runpod-cluster`` for RunPod Instant Cluster offers (``src/gpuhunt/providers/runpod.py``),
   which share instance name and location with the ordinary pod offers. A flagged row is kept
-  as its own offer, its instance type suffixed ``[flag ...]``.
+  as its own offer, its instance type suffixed `` (flag ...)`` (parentheses, so that network
+  rules in ``instance_networks.csv`` can match it with a plain glob).
 
 Provider file names are gpuhunt's; the ones that differ from this service's provider ids
 (SkyPilot's) are renamed: ``lambdalabs`` -> ``lambda``, ``vastai`` -> ``vast``,
@@ -136,7 +137,7 @@ def _parse_member(text: str, provider: str, filename: str) -> list[RawOffer]:
         out.append(
             RawOffer(
                 provider=provider,
-                instance_type=f"{instance} [{flags}]" if flags else instance,
+                instance_type=f"{instance} ({flags})" if flags else instance,
                 region=row["location"] or "unknown",
                 accelerator_name=gpu_name or None,
                 accelerator_count=_num(row.get("gpu_count")),
