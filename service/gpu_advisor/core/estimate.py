@@ -1,0 +1,323 @@
+"""``POST /v1/estimate``: memory (and speed) of one workload, with or without hardware.
+
+Answers the questions people ask of a memory calculator (issue 3, item 3):
+
+* a plan on nothing in particular: the per-GPU breakdown of that plan (one GPU by default);
+* "how many GPUs of each kind": the smallest feasible GPU count per GPU type (``min_gpus``);
+* a given GPU x count x nodes (and optionally a plan): the breakdown per GPU there, whether it
+  fits, and the speed (``performance``);
+* for inference: the KV bytes per token, the longest context at the requested concurrency and
+  the largest concurrency at the requested context on that hardware.
+
+Hardware questions run the same planner as ``/v1/recommendations`` over *reference offers*:
+one synthetic instance per (GPU, GPUs per node) with the GPU's own intra-node link (NVLink
+where the GPU has it, else PCIe), a cluster-grade network between nodes (InfiniBand,
+3,200 Gbit/s per node, as on H100/H200 HGX clusters: 8 x 400 Gbit/s ConnectX-7) and a price
+of $1 per GPU-hour billed per second, so "cheapest" means "fewest GPU-hours". Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from msgspec import Struct
+
+from gpu_advisor.core.architecture import Architecture
+from gpu_advisor.core.errors import InvalidSpecError
+from gpu_advisor.core.gpus import GpuCatalog, GpuSpec
+from gpu_advisor.core.memory import estimate_memory, max_concurrency, max_context_length
+from gpu_advisor.core.memory.inference import kv_element_bytes, weight_plan
+from gpu_advisor.core.memory.kv_cache import kv_cache_bytes_per_token
+from gpu_advisor.core.offers import Interconnect, Network, Offer, ProviderInfo
+from gpu_advisor.core.planner import recommend
+from gpu_advisor.core.planner.recommend import RecommendationResult
+from gpu_advisor.core.results import (
+    MemoryBreakdown,
+    ModelSummary,
+    ParallelPlan,
+    Performance,
+    Reason,
+    RejectedGroup,
+)
+from gpu_advisor.core.spec import (
+    Constraints,
+    EstimateRequest,
+    InferenceWorkload,
+    Objective,
+    PlanSpec,
+    RecommendationRequest,
+)
+
+REFERENCE_PROVIDER = ProviderInfo(
+    name="reference",
+    billing_increment_seconds=1,
+    source="synthetic reference offers of /v1/estimate: $1 per GPU-hour, billed per second",
+)
+REFERENCE_NETWORK = Network(fabric="infiniband", gbit_per_s=3200.0)
+"""8 x 400 Gbit/s ConnectX-7 per node: NVIDIA DGX H100 user guide, "Network ports"."""
+REFERENCE_GPUS_PER_NODE = (1, 2, 4, 8)
+MIN_GPUS_MAX_NODES = 64
+"""Largest cluster ``min_gpus`` searches: 64 nodes of 8 GPUs (512 GPUs)."""
+
+
+class HardwareInfo(Struct, frozen=True, kw_only=True):
+    """The hardware an estimate was made for: ``gpu_count`` GPUs per node on ``nodes`` nodes."""
+
+    gpu: str
+    gpu_count: int
+    nodes: int
+    memory_exposed_bytes: int
+    interconnect: Interconnect
+    reference_network: Network | None = None
+
+
+class MinGpus(Struct, frozen=True, kw_only=True):
+    """Smallest feasible deployment on one GPU type (None where nothing up to 512 GPUs fits,
+    or the GPU cannot run the workload's dtype; ``reason`` says why)."""
+
+    gpu: str
+    memory_exposed_bytes: int
+    min_gpus: int | None
+    nodes: int | None = None
+    plan: ParallelPlan | None = None
+    memory_per_gpu_bytes: int | None = None
+    reason: str | None = None
+
+
+class EstimateResponse(Struct, frozen=True, kw_only=True):
+    """``POST /v1/estimate`` response (bytes are ``int``; see DESIGN "API").
+
+    Attributes:
+        fits: whether ``memory_per_gpu`` fits the hardware (None without hardware).
+        kv_cache_bytes_per_token: inference only; whole model, all layers, no TP split.
+        max_context_length / max_concurrency: inference on hardware: the longest context at
+            the requested concurrency and the most sequences at the requested context.
+        min_gpus: without hardware, the smallest feasible GPU count per GPU type.
+        notes: why the hardware does not fit, or how the plan was chosen.
+    """
+
+    model: ModelSummary
+    plan: ParallelPlan
+    memory_per_gpu: MemoryBreakdown
+    hardware: HardwareInfo | None = None
+    fits: bool | None = None
+    performance: Performance | None = None
+    kv_cache_bytes_per_token: int | None = None
+    max_context_length: int | None = None
+    max_concurrency: int | None = None
+    min_gpus: list[MinGpus] = []
+    notes: list[Reason] = []
+
+
+def parallel_plan(spec: PlanSpec) -> ParallelPlan:
+    """The request's plan as the core's value (same field names)."""
+    return ParallelPlan(
+        tensor_parallel=spec.tensor_parallel,
+        pipeline_parallel=spec.pipeline_parallel,
+        data_parallel=spec.data_parallel,
+        expert_parallel=spec.expert_parallel,
+        sharding=spec.sharding,
+        sequence_parallel=spec.sequence_parallel and spec.tensor_parallel > 1,
+    )
+
+
+def reference_interconnect(gpu: GpuSpec, gpus_per_node: int) -> Interconnect:
+    """NVLink/NVSwitch for GPUs that have it (SXM, OAM, NVL pairs), else PCIe."""
+    if gpus_per_node > 1 and gpu.nvlink_bytes_per_s > 0:
+        return "infinity-fabric" if gpu.vendor == "amd" else "nvlink"
+    return "pcie"
+
+
+def reference_offer(gpu: GpuSpec, gpus_per_node: int) -> Offer:
+    """A synthetic instance of ``gpus_per_node`` GPUs at $1 per GPU-hour (module docstring)."""
+    return Offer(
+        provider=REFERENCE_PROVIDER.name,
+        instance_type=f"{gpus_per_node}x{gpu.id}",
+        region="reference",
+        gpu=gpu.id,
+        gpu_count=gpus_per_node,
+        gpu_memory_bytes=gpu.memory_bytes,
+        gpu_memory_exposed_bytes=gpu.memory_exposed_bytes,
+        vcpus=16.0 * gpus_per_node,
+        ram_bytes=gpus_per_node * 2 * gpu.memory_bytes,
+        price_per_hour_usd=float(gpus_per_node),
+        interconnect=reference_interconnect(gpu, gpus_per_node),
+        network=REFERENCE_NETWORK,
+        billing_increment_seconds=1,
+        source="reference",
+        fetched_at="",
+    )
+
+
+def _plan_on_reference(
+    arch: Architecture,
+    request: EstimateRequest,
+    offers: list[Offer],
+    gpus: Mapping[str, GpuSpec],
+    *,
+    max_nodes: int,
+    objective: Objective,
+) -> RecommendationResult:
+    constraints = Constraints(max_nodes=max_nodes, spot="forbid")
+    ask = RecommendationRequest(
+        model=request.model,
+        workload=request.workload,
+        constraints=constraints,
+        objective=objective,
+        top_k=1,
+    )
+    return recommend(
+        arch, ask, offers, gpus, {REFERENCE_PROVIDER.name: REFERENCE_PROVIDER}, estimate_memory
+    )
+
+
+def _first_reason(rejected: list[RejectedGroup]) -> str | None:
+    return rejected[0].text if rejected else None
+
+
+def min_gpus_per_type(
+    arch: Architecture, request: EstimateRequest, gpus: GpuCatalog
+) -> list[MinGpus]:
+    """The smallest feasible GPU count on each GPU type (fewest GPU-hours at equal price)."""
+    rows: list[MinGpus] = []
+    for spec in gpus.specs:
+        offers = [reference_offer(spec, n) for n in REFERENCE_GPUS_PER_NODE]
+        result = _plan_on_reference(
+            arch,
+            request,
+            offers,
+            gpus.by_id,
+            max_nodes=MIN_GPUS_MAX_NODES,
+            objective="price_per_hour",
+        )
+        if result.recommendations:
+            best = result.recommendations[0]
+            rows.append(
+                MinGpus(
+                    gpu=spec.id,
+                    memory_exposed_bytes=spec.memory_exposed_bytes,
+                    min_gpus=best.gpus,
+                    nodes=best.nodes,
+                    plan=best.plan,
+                    memory_per_gpu_bytes=best.memory_per_gpu.total_bytes,
+                )
+            )
+        else:
+            rows.append(
+                MinGpus(
+                    gpu=spec.id,
+                    memory_exposed_bytes=spec.memory_exposed_bytes,
+                    min_gpus=None,
+                    reason=_first_reason(result.rejected),
+                )
+            )
+    rows.sort(key=lambda r: (r.min_gpus is None, r.min_gpus or 0, r.gpu))
+    return rows
+
+
+def _kv_per_token(arch: Architecture, workload: InferenceWorkload) -> int:
+    element = kv_element_bytes(workload, weight_plan(arch, workload.weight_dtype))
+    return kv_cache_bytes_per_token(arch, element_bytes=element)
+
+
+def _check_plan_gpus(plan: ParallelPlan, total: int) -> None:
+    if plan.gpus != total:
+        raise InvalidSpecError(
+            f"the plan uses {plan.gpus} GPUs (tensor_parallel x pipeline_parallel x "
+            f"data_parallel) but the hardware has {total} (gpu_count x nodes)",
+            field="plan",
+        )
+
+
+def estimate(
+    arch: Architecture,
+    request: EstimateRequest,
+    gpus: GpuCatalog,
+    gpu: GpuSpec | None,
+    summary: ModelSummary,
+) -> EstimateResponse:
+    """Answer ``POST /v1/estimate`` (see the module docstring).
+
+    Args:
+        arch: the resolved model.
+        request: the request (hardware ``gpu`` already resolved to ``gpu`` by the caller).
+        gpus: the GPU table.
+        gpu: the resolved hardware GPU, or None without hardware.
+        summary: the model block of the answer.
+
+    Raises:
+        InvalidSpecError: a plan that does not match the hardware's GPU count (field ``plan``)
+            or cannot run the model (``plan.*``).
+    """
+    workload = request.workload
+    kv_per_token = (
+        _kv_per_token(arch, workload) if isinstance(workload, InferenceWorkload) else None
+    )
+    hardware = request.hardware
+    if hardware is None or gpu is None:
+        plan = parallel_plan(request.plan) if request.plan is not None else ParallelPlan()
+        memory = estimate_memory(arch, workload, plan)
+        return EstimateResponse(
+            model=summary,
+            plan=plan,
+            memory_per_gpu=memory,
+            kv_cache_bytes_per_token=kv_per_token,
+            min_gpus=min_gpus_per_type(arch, request, gpus),
+        )
+    info = HardwareInfo(
+        gpu=gpu.id,
+        gpu_count=hardware.gpu_count,
+        nodes=hardware.nodes,
+        memory_exposed_bytes=gpu.memory_exposed_bytes,
+        interconnect=reference_interconnect(gpu, hardware.gpu_count),
+        reference_network=REFERENCE_NETWORK if hardware.nodes > 1 else None,
+    )
+    capacity = gpu.memory_exposed_bytes
+    notes: list[Reason] = []
+    performance: Performance | None = None
+    if request.plan is not None:
+        plan = parallel_plan(request.plan)
+        _check_plan_gpus(plan, hardware.gpu_count * hardware.nodes)
+        memory = estimate_memory(arch, workload, plan, capacity_bytes=capacity)
+    else:
+        result = _plan_on_reference(
+            arch,
+            request,
+            [reference_offer(gpu, hardware.gpu_count)],
+            gpus.by_id,
+            max_nodes=hardware.nodes,
+            objective="time_to_result",
+        )
+        if result.recommendations:
+            best = result.recommendations[0]
+            plan, memory, performance = best.plan, best.memory_per_gpu, best.performance
+            notes = [r for r in best.rationale if r.code != "summary"]
+        else:
+            # Nothing fits: report the most sharded single plan the hardware allows, with the
+            # planner's reason.
+            plan = ParallelPlan(
+                data_parallel=hardware.gpu_count * hardware.nodes,
+                sharding="zero3" if not isinstance(workload, InferenceWorkload) else "none",
+            )
+            memory = estimate_memory(arch, workload, plan, capacity_bytes=capacity)
+            notes = [
+                Reason(code=g.code, data=g.data, text=g.text) for g in result.rejected[:3]
+            ]
+    fits = memory.total_bytes <= capacity
+    context: int | None = None
+    concurrency: int | None = None
+    if isinstance(workload, InferenceWorkload):
+        context = max_context_length(arch, workload, plan, capacity_bytes=capacity)
+        concurrency = max_concurrency(arch, workload, plan, capacity_bytes=capacity)
+    return EstimateResponse(
+        model=summary,
+        plan=plan,
+        memory_per_gpu=memory,
+        hardware=info,
+        fits=fits,
+        performance=performance,
+        kv_cache_bytes_per_token=kv_per_token,
+        max_context_length=context,
+        max_concurrency=concurrency,
+        notes=notes,
+    )
