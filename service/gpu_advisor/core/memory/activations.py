@@ -283,7 +283,7 @@ def layer_activations(
     flash = setup.flash_attention
     no_scores = flash or setup.recompute == "selective"
     lse = LSE_BYTES * tokens * a if flash else 0
-    norm_b = norm_bytes_per_element(k.norm, eb)
+    norm_b = norm_bytes_per_element(k.norm, eb, trainable=tr.all_linear)
     norms = replicated(
         (k.norms_per_layer + (1 if kind.cross_attention else 0)) * norm_b * tokens * h
     )
@@ -384,6 +384,8 @@ def layer_activations(
             * _ffn_tensors(arch.gated_mlp, k.mlp_activation, down_trains)
         )
         ffn_input = trains_any(lambda m: not m.attention and not _is_down(m))
+        if k.parallel_attention and block_inputs:
+            ffn_input = False  # the FFN reads the attention's normalised input, kept once
     if ffn_input:
         block_inputs += replicated(eb * tokens * h)
 
@@ -546,6 +548,8 @@ def stage_activations(
     embedding = 0
     if first_stage:
         embedding = TOKEN_ID_BYTES * tokens
+        if k.embedding_norm:
+            embedding += norm_bytes_per_element(k.norm, eb) * tokens * arch.hidden_size
         if k.dropout:
             embedding += (
                 _ceil_div(MASK_BYTES * tokens * arch.hidden_size, t)
@@ -557,7 +561,11 @@ def stage_activations(
             embedding += eb * tokens * arch.hidden_size
     head = loss_saved = transient = 0
     if last_stage and not arch.encoder_only:
-        head_in = norm_bytes_per_element(k.norm, eb) * target_tokens * arch.hidden_size
+        head_in = (
+            norm_bytes_per_element(k.norm, eb, trainable=setup.trainable.all_linear)
+            * target_tokens
+            * arch.hidden_size
+        )
         if setup.trainable.head:
             head_in += eb * target_tokens * arch.hidden_size
         head = _ceil_div(head_in, t) if sp else head_in
