@@ -141,11 +141,8 @@ EXPLAINED: dict[str, tuple[int, str]] = {
 
 
 def shared_dir() -> Path:
-    """``shared/`` beside the repository (or above a worktree)."""
-    for parent in REPO_ROOT.parents:
-        if (parent / "shared" / "data" / "hf-configs").is_dir():
-            return parent / "shared"
-    raise FileNotFoundError("no shared/data/hf-configs above the repository")
+    """The vendored copy of ``shared/`` in ``tests/fixtures/shared`` (see its README)."""
+    return Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "shared"
 
 
 def hf_configs(shared: Path) -> dict[str, dict[str, Any]]:

@@ -20,10 +20,8 @@ from gpu_advisor.core.spec import ModelSpec  # noqa: E402
 
 
 def _shared() -> Path:
-    for parent in REPO_ROOT.parents:
-        if (parent / "shared" / "data" / "hf-configs").is_dir():
-            return parent / "shared"
-    raise FileNotFoundError("shared/data/hf-configs")
+    """The vendored copy of ``shared/`` in ``tests/fixtures/shared`` (see its README)."""
+    return Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "shared"
 
 
 def _best_us(statement: Callable[[], object], number: int) -> float:

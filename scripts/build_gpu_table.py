@@ -32,7 +32,9 @@ import csv
 from pathlib import Path
 
 AS_OF = "2026-11-30"
-SPECS_DEFAULT = Path(__file__).resolve().parents[1] / ".." / ".." / "shared" / "data" / "gpu-specs"
+SPECS_DEFAULT = (
+    Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "shared" / "data" / "gpu-specs"
+)
 
 # spec gpu_id -> (canonical id, family, form, form_factor, default-of-family, extra aliases).
 # ``family`` is the resolver's model key (upper case, no separators); ``form`` is the variant

@@ -31,7 +31,7 @@ from gpu_advisor.catalog.reference import load_network_rules, load_providers  # 
 from gpu_advisor.catalog.skypilot import parse_vms_csv  # noqa: E402
 from gpu_advisor.core.normalize import NormalizeContext, RawOffer, normalize_offers  # noqa: E402
 
-CATALOG_DEFAULT = ROOT.parent.parent / "shared" / "data" / "skypilot-catalog-v7"
+CATALOG_DEFAULT = ROOT / "tests" / "fixtures" / "shared" / "data" / "skypilot-catalog-v7"
 SOURCE = "skypilot-catalog-v7"
 
 

@@ -1,8 +1,7 @@
 """Where the shared test data lies, and loaders for it (tests only; the core does no I/O).
 
-The project's ``shared/`` folder sits beside the repository (``../shared``) in CI and on the
-main checkout; worktrees are one level deeper, so the parents of the repository root are
-searched. ``GPU_ADVISOR_SHARED`` overrides the search.
+The data is the vendored copy in ``tests/fixtures/shared`` (see its README), so a clean clone
+needs nothing beside the repository. ``GPU_ADVISOR_SHARED`` points the tests at another copy.
 """
 
 from __future__ import annotations
@@ -13,6 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from tests.shared_data import SHARED_DIR
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -20,13 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def shared_dir() -> Path:
     """The ``shared/`` folder holding ``data/hf-configs`` and ``reference-cases``."""
     override = os.environ.get("GPU_ADVISOR_SHARED")
-    if override:
-        return Path(override)
-    for parent in REPO_ROOT.parents:
-        candidate = parent / "shared"
-        if (candidate / "data" / "hf-configs").is_dir():
-            return candidate
-    raise FileNotFoundError(f"no shared/data/hf-configs above {REPO_ROOT}; set GPU_ADVISOR_SHARED")
+    return Path(override) if override else SHARED_DIR
 
 
 def hf_configs_dir() -> Path:

@@ -75,8 +75,11 @@ def test_invalid_setting_stops_start_up_with_status_2(variable: str, value: str)
     assert f"invalid setting {variable}: " in result.stderr
 
 
-# Inside a private mount namespace: every mount read-only, a fresh tmpfs on /tmp, then the
-# canaries prove it before the server starts.
+# Inside a private mount namespace: every mount read-only, then a fresh tmpfs on the scratch
+# directory that TMPDIR names, and the canaries prove it before the server starts. The scratch
+# directory stands in for the image's /tmp: mounting over /tmp itself would hide a checkout (and
+# its .venv) that lies under /tmp, as CI's clean clones may. So the test is stricter than the
+# image: the service may write only where TMPDIR points.
 READ_ONLY_ROOT = r"""
 set -eu
 mount --make-rprivate /
@@ -84,17 +87,17 @@ for m in $(awk '{print $5}' /proc/self/mountinfo | sort -u); do
   case "$m" in /proc|/proc/*|/sys|/sys/*|/dev|/dev/*) continue ;; esac
   mount -o remount,bind,ro "$m" 2>/dev/null || true
 done
-mount -t tmpfs -o size=64m,mode=1777 tmpfs /tmp
-for d in "$PWD" "$HOME" /etc /; do
+mount -t tmpfs -o size=64m,mode=1777 tmpfs "$TMPDIR"
+for d in "$PWD" "$HOME" /etc / /tmp; do
   if touch "$d/.rw-canary" 2>/dev/null; then echo "$d is writable" >&2; exit 97; fi
 done
-touch /tmp/.rw-canary
+touch "$TMPDIR/.rw-canary"
 exec "$@"
 """
 
 
 def read_only_wrapper(workdir: Path, home: Path) -> tuple[list[str], Path, Path]:
-    """Command prefix that runs a command with everything but /tmp unwritable."""
+    """Command prefix that runs a command with everything but $TMPDIR unwritable."""
     workdir.mkdir(mode=0o555)
     home.mkdir(mode=0o555)
     if os.geteuid() == 0:
@@ -113,6 +116,9 @@ def test_service_started_as_the_image_starts_it_on_a_read_only_filesystem(
     port = free_port()
     env["GPU_ADVISOR_PORT"] = str(port)  # only the port differs from the image (a free one)
     env["HOME"] = str(home)  # stricter than the image's /tmp: nothing may write to HOME
+    scratch = base / "tmp"
+    scratch.mkdir()
+    env["TMPDIR"] = str(scratch)  # the only writable place (see READ_ONLY_ROOT)
     command = image_command()
     assert command == ["gpu-advisor", "serve"]
     proc = start([*prefix, *command], base_env(env), cwd=workdir)

@@ -12,17 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared_data import DATA_DIR
 
-def _shared_data() -> Path:
-    """``shared/data`` beside the repository (or any parent of it: worktrees, CI clones)."""
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "data"
-        if (candidate / "skypilot-catalog-v7").is_dir():
-            return candidate
-    raise RuntimeError("shared/data not found beside the repository")
-
-
-SHARED_DATA = _shared_data()
+SHARED_DATA = DATA_DIR
 SKYPILOT_DIR = SHARED_DATA / "skypilot-catalog-v7"
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
 

@@ -65,6 +65,7 @@ class Performance(Struct, frozen=True, kw_only=True):
     time_to_first_token_seconds: float | None = None
     replicas: int = 1
     step_time_seconds: float | None = None
+    request_latency_seconds: float | None = None
 
 
 class Cost(Struct, frozen=True, kw_only=True):
@@ -74,6 +75,9 @@ class Cost(Struct, frozen=True, kw_only=True):
     per_million_tokens_usd: float | None = None
     spot: bool = False
     expected_interruptions: float | None = None
+    price_per_gpu_hour_usd: float | None = None
+    checkpoint_bytes: int | None = None
+    checkpoint_storage_usd: float | None = None
 
 
 class Reason(Struct, frozen=True, kw_only=True):
@@ -152,6 +156,9 @@ class ParetoPoint(Struct, frozen=True, kw_only=True):
     gpus: int
     total_usd: float
     time_to_result_hours: float
+    spot: bool = False
+    equivalent_offers: int = 1
+    latency_seconds: float | None = None
 
 
 class RecommendationResponse(Struct, frozen=True, kw_only=True):

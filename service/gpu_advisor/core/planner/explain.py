@@ -1,0 +1,295 @@
+"""Sentences from reason codes: the ONE place the planner turns numbers into words.
+
+The core records :class:`~gpu_advisor.core.results.Reason` values (a code and the numbers
+behind it); :func:`render` writes the sentence. Bytes are shown in GiB (2**30), money in USD
+with cents, fractions as percentages.
+
+Every rejected offer carries exactly one rejection code, the first that applies in the order
+of :data:`REJECTION_CODES`: the caller's filters, then what the group's hardware cannot do,
+then the numeric limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gpu_advisor.core.results import Reason
+from gpu_advisor.core.units import format_gib
+
+REJECTION_CODES: tuple[str, ...] = (
+    "gpu_excluded",
+    "provider_excluded",
+    "region_excluded",
+    "spot_unavailable",
+    "unknown_gpu",
+    "gpu_rate_unknown",
+    "dtype_unsupported",
+    "over_max_gpus",
+    "over_max_nodes",
+    "no_cluster_network",
+    "tp_over_pcie",
+    "insufficient_memory",
+    "kv_pool_too_small",
+    "over_max_price",
+    "past_deadline",
+    "over_budget",
+)
+"""All rejection codes, in the order checks are applied (the first failing one is reported)."""
+
+_FABRIC = {"infiniband": "InfiniBand", "efa": "EFA", "roce": "RoCE", "ethernet": "Ethernet"}
+_SHARDING = {
+    "none": "no ZeRO sharding",
+    "zero1": "ZeRO-1",
+    "zero2": "ZeRO-2",
+    "zero3": "ZeRO-3",
+    "fsdp": "FSDP",
+}
+
+
+def usd(value: float) -> str:
+    """``$1,234.56``."""
+    return f"${value:,.2f}"
+
+
+def hours(value: float) -> str:
+    """``3.14 h`` below 10 h, ``31.4 h`` above."""
+    return f"{value:.2f} h" if value < 10 else f"{value:,.1f} h"
+
+
+def percent(fraction: float) -> str:
+    """``23 %``."""
+    return f"{fraction * 100:.0f} %"
+
+
+def increment(seconds: float) -> str:
+    """Billing granularity in words."""
+    names = {1: "per second", 60: "per minute", 3600: "per hour", 86400: "per day"}
+    return names.get(int(seconds), f"in {int(seconds)}-second increments")
+
+
+def _plan(d: Mapping[str, Any]) -> str:
+    unit = "instances" if d.get("serving") else "nodes"
+    nodes = f" on {d['nodes']} {unit}" if d["nodes"] > 1 else ""
+    parts = [f"TP={d['tensor_parallel']}", f"PP={d['pipeline_parallel']}"]
+    parts.append(f"DP={d['data_parallel']}")
+    if d.get("expert_parallel", 1) > 1:
+        parts.append(f"EP={d['expert_parallel']}")
+    if d.get("sharding") and d["sharding"] != "none":
+        parts.append(_SHARDING[d["sharding"]])
+    return f"{d['gpus']} × {d['gpu']}{nodes}: {', '.join(parts)}"
+
+
+def _memory_fit(d: Mapping[str, Any]) -> str:
+    return (
+        f"{format_gib(d['total_bytes'])} of {format_gib(d['usable_bytes'])} usable per GPU "
+        f"({percent(d['headroom_fraction'])} headroom)"
+    )
+
+
+def _training_time(d: Mapping[str, Any]) -> str:
+    speed = f"{d['tokens_per_second']:,.0f} tokens/s"
+    if d.get("hours") is None:
+        return f"{speed} at {percent(d['mfu'])} MFU (no token count given)"
+    return f"{hours(d['hours'])} at {percent(d['mfu'])} MFU ({speed})"
+
+
+def _serving(d: Mapping[str, Any]) -> str:
+    text = (
+        f"{d['tokens_per_second']:,.0f} output tokens/s from {d['replicas']} "
+        f"replica{'s' if d['replicas'] != 1 else ''}; first token in "
+        f"{d['time_to_first_token_seconds']:.2f} s"
+    )
+    if d.get("max_concurrency") is not None:
+        text += f"; up to {d['max_concurrency']:,} concurrent sequences per replica"
+    return text
+
+
+def _billing(d: Mapping[str, Any]) -> str:
+    if d.get("total_usd") is None:
+        return f"{usd(d['price_per_hour_usd'])}/h billed {increment(d['increment_seconds'])}"
+    return (
+        f"{usd(d['total_usd'])} billed {increment(d['increment_seconds'])} "
+        f"({hours(d['billed_hours'])} at {usd(d['price_per_hour_usd'])}/h)"
+    )
+
+
+def _spot(d: Mapping[str, Any]) -> str:
+    expected = (
+        f"{d['interruptions']:.2f} expected interruptions"
+        if d.get("interruptions") is not None
+        else "interruptions"
+    )
+    return (
+        f"spot: {expected} at {d['rate_per_hour']:.3f}/h per node; cost and time include lost "
+        f"work, checkpoints and {d['restart_seconds'] / 60:.0f}-minute restarts"
+    )
+
+
+def _insufficient(d: Mapping[str, Any]) -> str:
+    exposes = f"{d['gpu']} exposes {format_gib(d['exposed_bytes'])}"
+    if d["usable_bytes"] < d["exposed_bytes"]:
+        exposes += f" ({format_gib(d['usable_bytes'])} usable after headroom)"
+    if d.get("need_bytes") is None:
+        return f"does not fit; {exposes}"
+    return f"needs {format_gib(d['need_bytes'])} per GPU; {exposes}"
+
+
+def _no_cluster_network(d: Mapping[str, Any]) -> str:
+    one_node = ""
+    if d.get("need_bytes") is not None:
+        one_node = (
+            f" (one node needs {format_gib(d['need_bytes'])} per GPU; {d['gpu']} exposes "
+            f"{format_gib(d['exposed_bytes'])})"
+        )
+    return (
+        f"needs {d['nodes_needed']} nodes of {_instance(d)}{one_node}, but the offer has no "
+        "cluster network (InfiniBand, EFA or RoCE)"
+    )
+
+
+def _instance(d: Mapping[str, Any]) -> str:
+    count = d.get("gpu_count")
+    return f"{count} × {d['gpu']}" if count else str(d["gpu"])
+
+
+_TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    # rationale
+    "plan": _plan,
+    "tp_in_nvlink_domain": lambda d: (
+        f"TP={d['tensor_parallel']} inside one {d.get('fabric', 'NVLink')} domain"
+    ),
+    "tp_limited_pcie": lambda d: (
+        f"PCIe-only GPUs: TP limited to {d['max_tensor_parallel']}, "
+        f"PP={d['pipeline_parallel']} carries the rest"
+    ),
+    "multi_node": lambda d: (
+        f"{d['nodes']} nodes over {_FABRIC.get(d['fabric'] or '', d['fabric'])} "
+        f"at {d['gbit_per_s']:,.0f} Gbit/s"
+    ),
+    "single_gpu_replica": lambda d: (
+        "one GPU per replica: the model fits one GPU, preferred over TP for latency"
+    ),
+    "split_to_fit": lambda d: (
+        f"{d['replica_gpus']} GPUs per replica because the model does not fit one GPU "
+        f"(needs {format_gib(d['one_gpu_need_bytes'])}; {format_gib(d['usable_bytes'])} usable)"
+    ),
+    "tp_for_throughput": lambda d: (
+        f"{d['replica_gpus']} GPUs per replica for throughput: "
+        f"{d['tokens_per_second_per_gpu']:,.0f} tokens/s per GPU vs "
+        f"{d['smallest_tokens_per_second_per_gpu']:,.0f} with {d['smallest_replica_gpus']}"
+    ),
+    "memory_fit": _memory_fit,
+    "training_time": _training_time,
+    "serving_speed": _serving,
+    "billing": _billing,
+    "per_million_tokens": lambda d: f"{usd(d['usd'])} per million tokens",
+    "spot_risk": _spot,
+    "checkpoint_storage": lambda d: (
+        f"checkpoints of {format_gib(d['bytes'])} cost {usd(d['usd'])} to keep for the run "
+        "(storage, billed separately)"
+    ),
+    # warnings
+    "few_vcpus": lambda d: (
+        f"{d['vcpus']:g} vCPUs for {d['gpus']} GPUs ({d['vcpus_per_gpu']:.1f} per GPU): fewer "
+        f"than {d['minimum']} per GPU can starve data loading and tokenisation"
+    ),
+    "dtype_emulated": lambda d: (
+        f"{d['dtype']} has no tensor-core path on {d['gpu']}: it runs through dequantising "
+        f"kernels at the {d['path']} rate ({d['tflops']:,.0f} TFLOPS)"
+    ),
+    "spot_rate_unknown": lambda d: (
+        f"{d['provider']} publishes no spot interruption rate: assumed "
+        f"{d['rate_per_hour']:.3f} per hour"
+    ),
+    # rejections
+    "unknown_gpu": lambda d: f"GPU {d['gpu']} is not in the GPU table",
+    "gpu_rate_unknown": lambda d: (
+        f"the GPU table has no published compute rate for {d['gpu']}, so {d['dtype']} work on "
+        "it cannot be timed or priced"
+    ),
+    "gpu_excluded": lambda d: f"{d['gpu']} is not in constraints.gpu_types",
+    "provider_excluded": lambda d: f"provider {d['provider']} is not in constraints.providers",
+    "region_excluded": lambda d: f"region {d['region']} is not in constraints.regions",
+    "spot_unavailable": lambda d: "no spot price, and the spot policy is 'only'",
+    "dtype_unsupported": lambda d: (
+        f"{d['dtype']} needs {d['needs']}; {d['gpu']} has no {d['dtype']} path"
+    ),
+    "over_max_gpus": lambda d: (
+        f"needs {d['gpus_needed']} GPUs of {d['gpu']}; max_gpus is {d['max_gpus']}"
+    ),
+    "over_max_nodes": lambda d: (
+        f"needs {d['nodes_needed']} nodes of {_instance(d)}; max_nodes is {d['max_nodes']}"
+    ),
+    "no_cluster_network": _no_cluster_network,
+    "tp_over_pcie": lambda d: (
+        f"fits only with TP above {d['max_tensor_parallel']} across {d['gpu_count']} "
+        f"PCIe-only {d['gpu']} GPUs; TP over PCIe is limited to {d['max_tensor_parallel']}"
+    ),
+    "insufficient_memory": _insufficient,
+    "kv_pool_too_small": lambda d: (
+        f"the KV pool of {format_gib(d['kv_pool_bytes'])} per GPU on {d['gpu']} holds no "
+        f"{d['context_length']:,}-token sequence ({format_gib(d['sequence_bytes'])} each)"
+    ),
+    "over_max_price": lambda d: (
+        f"costs at least {usd(d['price_per_hour_usd'])}/h; max_price_per_hour_usd is "
+        f"{usd(d['max_price_per_hour_usd'])}"
+    ),
+    "past_deadline": lambda d: (
+        f"takes at least {hours(d['hours'])}; deadline_hours is {d['deadline_hours']:g}"
+    ),
+    "over_budget": lambda d: (
+        f"costs at least {usd(d['total_usd'])}; budget_usd is {usd(d['budget_usd'])}"
+    ),
+    # suggestions
+    "raise_budget": lambda d: f"raise budget_usd to at least {usd(d['total_usd'])} ({d['offer']})",
+    "extend_deadline": lambda d: (
+        f"raise deadline_hours to at least {d['hours']:.2f} ({d['offer']})"
+    ),
+    "raise_max_price": lambda d: (
+        f"raise max_price_per_hour_usd to at least {usd(d['price_per_hour_usd'])} ({d['offer']})"
+    ),
+    "raise_max_nodes": lambda d: f"raise max_nodes to {d['nodes_needed']} ({_instance(d)})",
+    "raise_max_gpus": lambda d: f"raise max_gpus to {d['gpus_needed']} ({d['gpu']})",
+    "include_provider": lambda d: f"add provider {d['provider']} ({d['offer']})",
+    "include_region": lambda d: f"add region {d['region']} ({d['offer']})",
+    "include_gpu": lambda d: f"add {d['gpu']} to gpu_types ({d['offer']})",
+    "allow_on_demand": lambda d: f"set spot to 'allow' ({d['offer']} on demand)",
+    "larger_gpu": lambda d: (
+        f"a GPU exposing at least {format_gib(d['need_bytes'])}: needs "
+        f"{format_gib(d['need_bytes'])} per GPU; the largest offered exposes "
+        f"{format_gib(d['largest_exposed_bytes'])}"
+    ),
+    "cluster_network": lambda d: (
+        f"an offer with a cluster network: {_instance(d)} needs {d['nodes_needed']} nodes"
+    ),
+    "allow_spot": lambda d: f"set spot to 'allow' ({d['offer']} on spot)",
+    "nvlink_offer": lambda d: (
+        f"an offer with NVLink: {d['gpu']} fits only with TP above {d['max_tensor_parallel']}"
+    ),
+    "newer_gpu": lambda d: f"a GPU with a {d['dtype']} path: {d['needs']}",
+    "shorter_context": lambda d: (
+        f"lower context_length below {d['context_length']:,} or raise gpu_memory_utilization: "
+        f"the KV pool of {format_gib(d['kv_pool_bytes'])} on {d['gpu']} holds no full sequence"
+    ),
+    "lower_headroom": lambda d: (
+        f"lower min_headroom_fraction: {d['gpu']} would fit with the full "
+        f"{format_gib(d['exposed_bytes'])}"
+    ),
+}
+
+
+def render(reason: Reason) -> str:
+    """The sentence for one reason (the code itself for an unknown code)."""
+    template = _TEMPLATES.get(reason.code)
+    return template(reason.data) if template else reason.code
+
+
+def rendered(reason: Reason) -> Reason:
+    """``reason`` with ``text`` filled in."""
+    return Reason(code=reason.code, data=reason.data, text=render(reason))
+
+
+def summary(reasons: list[Reason]) -> str:
+    """The rationale as one sentence: the parts joined with semicolons."""
+    return "; ".join(render(r) for r in reasons)

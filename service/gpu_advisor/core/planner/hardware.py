@@ -1,0 +1,269 @@
+"""Hardware facts the planner needs: dtype paths, compute rates, NVLink domains, link speeds.
+
+Everything here is a pure function of a :class:`~gpu_advisor.core.gpus.GpuSpec` and an offer's
+``interconnect``; every constant names its source.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from msgspec import Struct
+
+from gpu_advisor.core.architecture import Architecture
+from gpu_advisor.core.gpus import GpuSpec
+from gpu_advisor.core.offers import Interconnect
+from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
+
+HardwarePath = Literal["fp32", "bf16", "fp16", "fp8", "fp4", "int8"]
+
+PCIE_GEN4_X16_BYTES_PER_S = 31_500_000_000
+"""PCIe 4.0 x16, per direction: 16 GT/s x 16 lanes x 128/130 encoding / 8 bits
+(PCI-SIG PCIe 4.0 base specification)."""
+
+PCIE_GEN5_X16_BYTES_PER_S = 63_000_000_000
+"""PCIe 5.0 x16, per direction: 32 GT/s x 16 lanes x 128/130 / 8 (PCI-SIG PCIe 5.0)."""
+
+PCIE_MAX_TENSOR_PARALLEL = 2
+"""Largest TP degree planned over PCIe. Megatron TP all-reduces activations twice per layer in
+the forward pass (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
+Clusters Using Megatron-LM", section 3.2); over a ~32 GB/s PCIe link that traffic dominates
+beyond a pair of GPUs, so larger splits on PCIe-only GPUs use pipeline parallel instead."""
+
+MINIMUM_ARCHITECTURE = {
+    "bf16": "Ampere (compute capability 8.0)",
+    "fp8": "Ada Lovelace or Hopper (compute capability 8.9 / 9.0)",
+    "fp4": "Blackwell (compute capability 10.0)",
+    "int8": "Turing (compute capability 7.5)",
+    "fp16": "Volta (compute capability 7.0)",
+    "fp32": "any GPU",
+}
+"""First architecture with a tensor-core path per dtype (NVIDIA architecture whitepapers:
+Ampere GA100 introduced BF16, Hopper GH100 / Ada AD102 FP8, Blackwell FP4)."""
+
+_RATE_FIELD: dict[HardwarePath, str] = {
+    "fp32": "fp32_tflops",
+    "bf16": "bf16_dense_tflops",
+    "fp16": "fp16_dense_tflops",
+    "fp8": "fp8_dense_tflops",
+    "fp4": "fp4_dense_tflops",
+    "int8": "int8_dense_tops",
+}
+
+# (native path, fallback paths that weight-only kernels dequantise to, fallback is emulation)
+_PATHS: dict[str, tuple[tuple[HardwarePath, ...], tuple[HardwarePath, ...]]] = {
+    "fp32": (("fp32",), ()),
+    "bf16": (("bf16",), ()),
+    "fp16": (("fp16",), ()),
+    # vLLM runs FP8 checkpoints weight-only (Marlin W8A16) below compute capability 8.9
+    # (vLLM docs, "FP8 W8A8": "weight-only FP8 via Marlin on Ampere").
+    "fp8": (("fp8",), ("fp16", "bf16")),
+    "int8": (("int8",), ("fp16", "bf16")),
+    # gpt-oss MXFP4 experts run through dequantising kernels before Blackwell (vLLM gpt-oss
+    # recipe: Hopper uses Triton/Marlin MXFP4 kernels, Blackwell native FP4).
+    "mxfp4": (("fp4",), ("bf16", "fp16")),
+    # Weight-only 4/8-bit formats always dequantise to 16-bit inside the matmul kernel
+    # (GPTQ/AWQ Marlin and ExLlama kernels, bitsandbytes NF4): 16-bit compute rate.
+    "int4": ((), ("fp16", "bf16")),
+    "nf4": ((), ("bf16", "fp16")),
+    "q4_k_m": ((), ("fp16", "bf16")),
+    "q8_0": ((), ("fp16", "bf16")),
+}
+_WEIGHT_ONLY = frozenset({"int4", "nf4", "q4_k_m", "q8_0"})
+
+
+class ComputePath(Struct, frozen=True, kw_only=True):
+    """How a dtype's matmuls run on one GPU.
+
+    Attributes:
+        dtype: the workload's dtype (``bf16``, ``fp8``, ``nf4``...).
+        path: the hardware path used (``bf16``, ``fp8``, ``fp4``...).
+        tflops: dense peak of that path, TFLOPS (TOPS for int8), from the GPU table.
+        emulated: True when the dtype has no native path on this GPU and runs through
+            dequantising kernels at the slower 16-bit rate.
+    """
+
+    dtype: str
+    path: HardwarePath
+    tflops: float
+    emulated: bool
+
+
+def path_rate_tflops(gpu: GpuSpec, path: HardwarePath) -> float | None:
+    """Dense peak rate of ``path`` on ``gpu`` (None = no hardware path or not published)."""
+    value = getattr(gpu, _RATE_FIELD[path])
+    return float(value) if value else None
+
+
+def compute_path(gpu: GpuSpec, dtype: str) -> ComputePath | None:
+    """The hardware path ``dtype`` runs on, or None when the GPU cannot run it at all.
+
+    Native paths come first; formats with a documented dequantising kernel fall back to the
+    16-bit rate (``emulated`` unless the format is weight-only by design).
+    """
+    native, fallback = _PATHS.get(dtype, ((), ("bf16", "fp16")))
+    for path in native:
+        rate = path_rate_tflops(gpu, path)
+        if rate is not None:
+            return ComputePath(dtype=dtype, path=path, tflops=rate, emulated=False)
+    for path in fallback:
+        rate = path_rate_tflops(gpu, path)
+        if rate is not None:
+            return ComputePath(
+                dtype=dtype, path=path, tflops=rate, emulated=dtype not in _WEIGHT_ONLY
+            )
+    return None
+
+
+def has_published_rates(gpu: GpuSpec) -> bool:
+    """Whether the GPU table gives any dense rate for ``gpu``. A GPU with none (the A10G:
+    NVIDIA publishes no datasheet, shared/data/gpu-specs README) cannot be timed; that is a
+    data gap, not a missing hardware path."""
+    return any(path_rate_tflops(gpu, path) is not None for path in _RATE_FIELD)
+
+
+def missing_path_requirement(dtype: str) -> str:
+    """The oldest architecture with a native path for ``dtype`` (for rejection sentences)."""
+    native, fallback = _PATHS.get(dtype, ((), ("bf16",)))
+    path = native[0] if native else fallback[-1]
+    return MINIMUM_ARCHITECTURE.get(path, "a newer GPU")
+
+
+def training_compute_dtype(workload: TrainingWorkload) -> str:
+    """The matmul dtype of a training run: the precision's 16-bit type, or fp32.
+
+    fp32 runs at the plain FP32 rate: PyTorch leaves ``torch.backends.cuda.matmul.allow_tf32``
+    False by default since 1.12 (PyTorch docs, "TensorFloat-32 (TF32) on Ampere devices").
+    """
+    match workload.precision:
+        case "fp16-mixed":
+            return "fp16"
+        case "fp32":
+            return "fp32"
+        case _:
+            return "bf16"
+
+
+def inference_weight_dtype(arch: Architecture, workload: InferenceWorkload) -> str:
+    """The weight dtype that drives the compute path of a serving plan.
+
+    The request's ``weight_dtype``, else the checkpoint's shipped format when it covers all
+    linear layers (DeepSeek-V3 fp8), else bf16 (a format shipped for routed experts only, as
+    gpt-oss MXFP4, leaves attention and the dense layers in bf16).
+    """
+    if workload.weight_dtype is not None:
+        return workload.weight_dtype
+    if arch.shipped_weight_format and arch.shipped_quantized_modules == "all-linear":
+        return arch.shipped_weight_format
+    return "bf16"
+
+
+GpuClass = Literal["datacenter", "workstation", "amd", "gaudi"]
+
+
+def gpu_class(gpu: GpuSpec) -> GpuClass:
+    """Coarse class used for efficiency defaults: vendor, then workstation/GeForce by name."""
+    if gpu.vendor == "amd":
+        return "amd"
+    if gpu.vendor == "intel":
+        return "gaudi"
+    label = f"{gpu.id} {gpu.name}".upper()
+    if gpu.id.upper().startswith("RTX") or "GEFORCE" in label or "RTX" in label:
+        return "workstation"
+    return "datacenter"
+
+
+def nvlink_domain_size(interconnect: Interconnect, gpu: GpuSpec, gpu_count: int) -> int:
+    """GPUs of one node that share an NVLink / NVSwitch / Infinity Fabric domain.
+
+    * ``nvswitch`` and ``infinity-fabric`` (MI300X OAM platforms: 7 links to every peer,
+      AMD MI300 docs): the whole node.
+    * ``nvlink`` on SXM/OAM/superchip parts: the whole node (HGX boards connect all 8 GPUs).
+      On PCIe cards (A100 PCIe, H100 NVL, RTX A6000) NVLink is a bridge between pairs
+      (NVIDIA H100 NVL and A100 PCIe product briefs): 2.
+    * ``pcie`` / ``none``: 1 (no GPU-to-GPU link).
+    * ``unknown``: SXM/OAM/superchip parts with an NVLink rate count as one domain; PCIe cards
+      count as 1, since a bridge may not be fitted.
+    """
+    board = gpu.form_factor in ("sxm", "oam", "superchip")
+    match interconnect:
+        case "nvswitch" | "infinity-fabric":
+            return gpu_count
+        case "nvlink":
+            return gpu_count if board else min(2, gpu_count)
+        case "pcie" | "none":
+            return 1
+        case _:
+            return gpu_count if board and gpu.nvlink_bytes_per_s > 0 else 1
+
+
+def max_tensor_parallel(domain_size: int) -> int:
+    """Largest TP planned: the NVLink domain, or ``PCIE_MAX_TENSOR_PARALLEL`` over PCIe."""
+    return max(domain_size, PCIE_MAX_TENSOR_PARALLEL)
+
+
+def pcie_bytes_per_s(gpu: GpuSpec) -> float:
+    """Per-direction host link: PCIe 5.0 on Hopper and newer (CC >= 9.0), else PCIe 4.0."""
+    try:
+        major = float(gpu.compute_capability or "0")
+    except ValueError:
+        major = 0.0
+    return float(PCIE_GEN5_X16_BYTES_PER_S if major >= 9.0 else PCIE_GEN4_X16_BYTES_PER_S)
+
+
+def nvlink_bytes_per_s_per_direction(gpu: GpuSpec) -> float:
+    """NVLink rate per direction: half the vendor's bidirectional total (H100: 900 GB/s total,
+    450 GB/s each way; NVIDIA H100 datasheet, shared/data/gpu-specs README)."""
+    return gpu.nvlink_bytes_per_s / 2
+
+
+class Links(Struct, frozen=True, kw_only=True):
+    """Per-direction bandwidth, bytes/s, that one GPU sees for each kind of collective.
+
+    Attributes:
+        tp_bytes_per_s: link used by tensor-parallel all-reduces.
+        tp_medium: ``nvlink`` or ``pcie``.
+        dp_bytes_per_s: bottleneck link of the data-parallel gradient collective.
+        dp_medium: ``nvlink``, ``pcie`` or ``network``.
+    """
+
+    tp_bytes_per_s: float
+    tp_medium: Literal["nvlink", "pcie"]
+    dp_bytes_per_s: float
+    dp_medium: Literal["nvlink", "pcie", "network"]
+
+
+def links(
+    gpu: GpuSpec,
+    domain_size: int,
+    gpus_per_node: int,
+    nodes: int,
+    network_gbit_per_s: float | None,
+) -> Links:
+    """Bandwidths of a plan's collectives.
+
+    Inside a node, GPUs of one NVLink domain talk over NVLink, others over PCIe. Across nodes
+    the data-parallel ring is limited by the node's network share per GPU: NCCL runs one ring
+    per NIC rail, so each GPU gets ``network / gpus_per_node`` (NCCL docs, "Performance";
+    nccl-tests PERFORMANCE.md bus bandwidth).
+    """
+    nvlink = nvlink_bytes_per_s_per_direction(gpu)
+    intra_nvlink = domain_size > 1 and nvlink > 0
+    tp_bw = nvlink if intra_nvlink else pcie_bytes_per_s(gpu)
+    tp_medium: Literal["nvlink", "pcie"] = "nvlink" if intra_nvlink else "pcie"
+    whole_node_nvlink = intra_nvlink and domain_size >= gpus_per_node
+    intra_bw = nvlink if whole_node_nvlink else pcie_bytes_per_s(gpu)
+    if nodes > 1 and network_gbit_per_s:
+        per_gpu = network_gbit_per_s * 1e9 / 8 / gpus_per_node
+        return Links(
+            tp_bytes_per_s=tp_bw,
+            tp_medium=tp_medium,
+            dp_bytes_per_s=min(intra_bw, per_gpu),
+            dp_medium="network",
+        )
+    return Links(
+        tp_bytes_per_s=tp_bw,
+        tp_medium=tp_medium,
+        dp_bytes_per_s=intra_bw,
+        dp_medium="nvlink" if whole_node_nvlink else "pcie",
+    )

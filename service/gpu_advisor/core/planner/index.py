@@ -1,0 +1,195 @@
+"""A columnar, read-only view of a catalog's offers, built once per catalog version.
+
+Recommending over 50,000 offers in a few milliseconds rules out Python work per offer on each
+request: the index groups identical offers (same GPU, count, exposed memory, interconnect and
+cluster network -- :class:`~gpu_advisor.core.planner.topology.GroupKey`) so the plan search
+runs once per group, and keeps prices, billing rules and names as numpy arrays so each request
+prices every offer with a few vector operations. Building it is pure; callers that serve many
+requests (the HTTP layer) build it once per catalog version and pass it to ``recommend``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from gpu_advisor.core.offers import Network, Offer
+from gpu_advisor.core.planner.topology import GroupKey
+
+CLUSTER_FABRICS = frozenset({"infiniband", "efa", "roce"})
+"""Fabrics multi-node training can use (DESIGN "Topology and performance")."""
+
+
+def cluster_network(network: Network | None) -> Network | None:
+    """The offer's network when it is cluster-grade (InfiniBand / EFA / RoCE, flagged
+    cluster-grade, with a bandwidth), else None."""
+    if (
+        network is None
+        or not network.cluster_grade
+        or network.fabric not in CLUSTER_FABRICS
+        or network.gbit_per_s <= 0
+    ):
+        return None
+    return network
+
+
+def group_key(offer: Offer) -> GroupKey:
+    """The planning group of one offer."""
+    network = cluster_network(offer.network)
+    return GroupKey(
+        gpu=offer.gpu,
+        gpu_count=offer.gpu_count,
+        memory_exposed_bytes=offer.gpu_memory_exposed_bytes,
+        interconnect=offer.interconnect,
+        network_fabric=network.fabric if network else None,
+        network_gbit_per_s=network.gbit_per_s if network else None,
+    )
+
+
+def _codes(values: Sequence[str]) -> tuple[tuple[str, ...], NDArray[np.intp]]:
+    names = tuple(sorted(set(values)))
+    lookup = {name: i for i, name in enumerate(names)}
+    return names, _frozen(
+        np.fromiter((lookup[v] for v in values), dtype=np.intp, count=len(values))
+    )
+
+
+_A = TypeVar("_A", bound=np.ndarray)
+
+
+def _frozen(array: _A) -> _A:
+    """Mark ``array`` read-only: the index is shared between requests."""
+    array.flags.writeable = False
+    return array
+
+
+class OfferIndex:
+    """Offers as columns; every array has one entry per offer, in ``offers`` order.
+
+    Attributes:
+        offers: the offers.
+        groups: distinct planning groups; ``group_of[i]`` is offer ``i``'s group.
+        gpus / gpu_code: distinct canonical GPU ids and each offer's position in them.
+        providers / provider_code, regions / region_code: likewise.
+        price_per_hour_usd: on-demand instance price.
+        spot_price_per_hour_usd: spot instance price, NaN where none.
+        billing_increment_seconds / billing_minimum_seconds: the offer's billing rule.
+        vcpus_per_gpu: host vCPUs per GPU.
+        gpu_count: GPUs per instance.
+        name_rank: position of (provider, instance_type, region, zone) in sorted order: the
+            final, deterministic tie-break; ``by_name`` lists offer positions in that order.
+        class_of: each offer's pricing class -- offers with the same group, provider and billing
+            rule differ only in price, so the plan option that serves an objective best is
+            the same for all of them; ``class_group`` / ``class_provider`` /
+            ``class_increment_seconds`` / ``class_minimum_seconds`` describe each class.
+    """
+
+    __slots__ = (
+        "billing_increment_seconds",
+        "billing_minimum_seconds",
+        "by_name",
+        "class_group",
+        "class_increment_seconds",
+        "class_minimum_seconds",
+        "class_of",
+        "class_provider",
+        "gpu_code",
+        "gpu_count",
+        "gpus",
+        "group_gpu_code",
+        "group_of",
+        "groups",
+        "name_rank",
+        "offers",
+        "price_per_hour_usd",
+        "provider_code",
+        "providers",
+        "region_code",
+        "regions",
+        "spot_price_per_hour_usd",
+        "vcpus_per_gpu",
+    )
+
+    def __init__(self, offers: Sequence[Offer]) -> None:
+        self.offers: tuple[Offer, ...] = tuple(offers)
+        keys = [group_key(o) for o in self.offers]
+        group_ids: dict[GroupKey, int] = {}
+        for key in keys:
+            group_ids.setdefault(key, len(group_ids))
+        self.groups: tuple[GroupKey, ...] = tuple(group_ids)
+        n = len(self.offers)
+        self.group_of = _frozen(np.fromiter((group_ids[k] for k in keys), dtype=np.intp, count=n))
+        self.gpus, self.gpu_code = _codes([o.gpu for o in self.offers])
+        gpu_lookup = {name: i for i, name in enumerate(self.gpus)}
+        self.group_gpu_code = _frozen(
+            np.array([gpu_lookup.get(g.gpu, -1) for g in self.groups], dtype=np.intp)
+        )
+        self.providers, self.provider_code = _codes([o.provider for o in self.offers])
+        self.regions, self.region_code = _codes([o.region for o in self.offers])
+        self.price_per_hour_usd = _frozen(
+            np.array([o.price_per_hour_usd for o in self.offers], dtype=np.float64)
+        )
+        self.spot_price_per_hour_usd = _frozen(
+            np.array(
+                [
+                    o.spot_price_per_hour_usd if o.spot_price_per_hour_usd else np.nan
+                    for o in self.offers
+                ],
+                dtype=np.float64,
+            )
+        )
+        self.billing_increment_seconds = _frozen(
+            np.array([o.billing_increment_seconds for o in self.offers], dtype=np.float64)
+        )
+        self.billing_minimum_seconds = _frozen(
+            np.array([o.billing_minimum_seconds for o in self.offers], dtype=np.float64)
+        )
+        self.gpu_count = _frozen(np.array([o.gpu_count for o in self.offers], dtype=np.int64))
+        self.vcpus_per_gpu = _frozen(
+            np.array([o.vcpus / max(o.gpu_count, 1) for o in self.offers], dtype=np.float64)
+        )
+        class_ids: dict[tuple[int, int, int, int], int] = {}
+        class_keys = [
+            (
+                int(self.group_of[i]),
+                int(self.provider_code[i]),
+                self.offers[i].billing_increment_seconds,
+                self.offers[i].billing_minimum_seconds,
+            )
+            for i in range(n)
+        ]
+        for class_key in class_keys:
+            class_ids.setdefault(class_key, len(class_ids))
+        self.class_of = _frozen(
+            np.fromiter((class_ids[c] for c in class_keys), dtype=np.intp, count=n)
+        )
+        rows = list(class_ids)
+        self.class_group = _frozen(np.array([r[0] for r in rows], dtype=np.intp))
+        self.class_provider = _frozen(np.array([r[1] for r in rows], dtype=np.intp))
+        self.class_increment_seconds = _frozen(np.array([r[2] for r in rows], dtype=np.float64))
+        self.class_minimum_seconds = _frozen(np.array([r[3] for r in rows], dtype=np.float64))
+        names = sorted(
+            range(n),
+            key=lambda i: (
+                self.offers[i].provider,
+                self.offers[i].instance_type,
+                self.offers[i].region,
+                self.offers[i].zone or "",
+            ),
+        )
+        by_name = np.asarray(names, dtype=np.intp)
+        rank = np.empty(n, dtype=np.int64)
+        rank[by_name] = np.arange(n, dtype=np.int64)
+        self.name_rank = _frozen(rank)
+        self.by_name = _frozen(by_name)
+
+    def __len__(self) -> int:
+        return len(self.offers)
+
+
+def build_offer_index(offers: Sequence[Offer]) -> OfferIndex:
+    """Index ``offers`` (pure; O(n log n)). Build once per catalog version and reuse."""
+    return OfferIndex(offers)

@@ -1,0 +1,354 @@
+"""Performance model: training step time and time to result, serving throughput and latency.
+
+Training (DESIGN "Topology and performance"): executed FLOPs per token
+(:func:`~gpu_advisor.core.planner.flops.training_flops_per_token`) over
+``GPUs x dense peak of the compute dtype x MFU``, stretched by the pipeline bubble, plus the
+tensor-parallel all-reduces that cross PCIe and the data-parallel gradient collective where
+it does not hide behind the backward pass.
+
+Serving: prefill is compute-bound; decode is memory-bandwidth-bound (each step reads the
+replica's weights and the KV cache of every sequence in the batch), batched over the
+sequences the KV pool holds.
+
+The MFU defaults are measured model-FLOPs utilisation on well-connected clusters; the
+interconnect is modelled explicitly (PCIe tensor parallel, exposed gradient traffic) instead
+of being folded into the default a second time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from msgspec import Struct
+
+from gpu_advisor.core.architecture import Architecture
+from gpu_advisor.core.gpus import GpuSpec
+from gpu_advisor.core.planner.flops import (
+    decode_flops_per_token,
+    prefill_flops,
+    training_flops_per_token,
+)
+from gpu_advisor.core.planner.hardware import ComputePath, GpuClass, Links, gpu_class
+from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
+from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
+
+DEFAULT_MFU: dict[GpuClass, float] = {
+    # Llama 3 (Dubey et al. 2024, "The Llama 3 Herd of Models", Table 4): 38-43 % BF16 MFU
+    # on 8,192-16,384 H100s. PaLM reached 46.2 % (Chowdhery et al. 2022, Table 3) and MegaScale
+    # 55.2 % on 12,288 GPUs (Jiang et al. 2024, NSDI); 0.40 is the conservative end.
+    "datacenter": 0.40,
+    # Intel Gaudi 2/3 reach 96.9 % / 74.1 % of peak on matmuls (ml-engineering MAMF table,
+    # snapshot 744d01e), at least H100's 80.3 %: the datacenter default applies.
+    "gaudi": 0.40,
+    # MI300X reaches 51.4 % of its peak on matmuls vs H100's 80.3 % (ml-engineering MAMF
+    # table): 0.40 x 51.4 / 80.3 = 0.256.
+    "amd": 0.25,
+    # Workstation / GeForce cards: no published large-scale LLM-training MFU. Assumption:
+    # 0.30, below the datacenter figure for power-capped sustained clocks; override with
+    # ``workload.mfu``. (GeForce bf16 rates in the GPU table are already the fp32-accumulate
+    # rates.)
+    "workstation": 0.30,
+}
+
+DECODE_BANDWIDTH_EFFICIENCY = 0.6
+"""Fraction of peak memory bandwidth a decode step achieves (model bandwidth utilisation).
+Databricks / MosaicML, "LLM Inference Performance Engineering: Best Practices" (2023), which
+defines MBU and reports values around 50-70 % for A100/H100 serving engines."""
+
+BACKWARD_OVERLAP_FRACTION = 2.0 / 3.0
+"""Share of a step's compute that gradient communication can hide behind: the backward pass,
+twice the forward (Kaplan et al. 2020, section 2.1). PyTorch DDP and DeepSpeed ZeRO bucket
+gradients and reduce them while backward continues (Li et al. 2020, "PyTorch Distributed",
+VLDB, section 3.2.3)."""
+
+PIPELINE_MICROBATCHES_PER_STAGE = 4
+"""Without a ``global_batch_size``, a pipelined run is assumed to accumulate
+``4 x PP`` micro-batches per step: the bubble ``(PP - 1) / m`` (Narayanan et al. 2021,
+section 2.2.1) is then under 25 %. Without PP there is no accumulation."""
+
+ACTIVATION_BYTES = 2
+"""Activations exchanged by tensor-parallel collectives are 16-bit."""
+
+_TINY_SECONDS = 1e-12
+"""Floor on step times so a degenerate input (zero FLOPs, zero bandwidth) cannot divide by
+zero; real inputs are many orders of magnitude above it."""
+
+
+def default_mfu(gpu: GpuSpec) -> float:
+    """The MFU default for ``gpu`` (see :data:`DEFAULT_MFU` for sources)."""
+    return DEFAULT_MFU[gpu_class(gpu)]
+
+
+def ring_allreduce_seconds(message_bytes: float, ranks: int, bytes_per_s: float) -> float:
+    """Ring all-reduce time: each rank moves ``2 (n - 1) / n`` of the message
+    (nccl-tests PERFORMANCE.md, bus bandwidth of all-reduce)."""
+    if ranks <= 1 or message_bytes <= 0:
+        return 0.0
+    return 2.0 * (ranks - 1) / ranks * message_bytes / bytes_per_s
+
+
+class TrainingEstimate(Struct, frozen=True, kw_only=True):
+    """One training plan's speed.
+
+    Attributes:
+        tokens_per_step: tokens per optimizer step (micro-batch x sequence x DP x accumulation).
+        accumulation_steps: micro-batches per step per data-parallel rank.
+        step_time_seconds: compute (with bubble) + PCIe TP traffic + exposed gradient traffic.
+        compute_seconds: executed FLOPs / (GPUs x peak x MFU) x (1 + bubble).
+        bubble_fraction: pipeline bubble ``(PP - 1) / m``.
+        tp_comm_seconds: tensor-parallel all-reduces over PCIe per step (0 over NVLink, where
+            they are part of the measured MFU the default comes from).
+        dp_comm_seconds: gradient all-reduce / reduce-scatter (+ ZeRO-3 all-gathers) per step.
+        exposed_comm_seconds: the part of ``dp_comm_seconds`` not hidden behind backward.
+        tokens_per_second: trained tokens per second, whole job.
+        time_to_result_hours: ``tokens / tokens_per_second`` (None without ``tokens``).
+        mfu_applied: utilisation applied to executed FLOPs (the default or the override).
+        mfu: model FLOPs / (time x GPUs x peak): what the run achieves end to end.
+        compute: the hardware path and its peak.
+    """
+
+    tokens_per_step: float
+    accumulation_steps: int
+    step_time_seconds: float
+    compute_seconds: float
+    bubble_fraction: float
+    tp_comm_seconds: float
+    dp_comm_seconds: float
+    exposed_comm_seconds: float
+    tokens_per_second: float
+    time_to_result_hours: float | None
+    mfu_applied: float
+    mfu: float
+    compute: ComputePath
+
+
+def gradient_sync_bytes(plan: ParallelPlan, memory: MemoryBreakdown) -> float:
+    """Bytes each GPU moves per step to synchronise gradients across data parallel.
+
+    Plain DP, ZeRO-1 and ZeRO-2 move ``2 (d - 1) / d`` of the unsharded gradients
+    (all-reduce, or reduce-scatter + all-gather: the same volume, Rajbhandari et al. 2020,
+    "ZeRO", section 7.2.1); ZeRO-3 / FSDP also all-gathers the weights in forward and backward,
+    ``(d - 1) / d x (2 W + G)`` (1.5x plain DP, ZeRO section 7.2.2). Unsharded sizes are
+    recovered from the per-GPU breakdown.
+    """
+    d = plan.data_parallel
+    if d <= 1:
+        return 0.0
+    sharded_grads = plan.sharding in ("zero2", "zero3", "fsdp")
+    sharded_weights = plan.sharding in ("zero3", "fsdp")
+    grads = memory.gradients_bytes * (d if sharded_grads else 1)
+    if sharded_weights:
+        weights = memory.weights_bytes * d
+        return (d - 1) / d * (2.0 * weights + grads)
+    return 2.0 * (d - 1) / d * grads
+
+
+def estimate_training(
+    arch: Architecture,
+    workload: TrainingWorkload,
+    plan: ParallelPlan,
+    memory: MemoryBreakdown,
+    compute: ComputePath,
+    link: Links,
+    mfu: float,
+) -> TrainingEstimate:
+    """Step time, throughput, time to result and achieved MFU of one training plan.
+
+    Args:
+        arch: the model.
+        workload: the training workload (``tokens``, batch sizes, recomputation...).
+        plan: TP x PP x DP with the ZeRO stage.
+        memory: per-GPU breakdown of this plan (gradient and weight bytes drive the traffic).
+        compute: hardware path of the compute dtype (peak TFLOPS).
+        link: bandwidths of the plan's collectives.
+        mfu: utilisation applied to executed FLOPs (``workload.mfu`` or the default).
+
+    Returns:
+        The estimate; times in seconds per step and hours to result.
+    """
+    flops = training_flops_per_token(arch, workload)
+    t, p, d = plan.tensor_parallel, plan.pipeline_parallel, plan.data_parallel
+    micro_tokens = workload.micro_batch_size * workload.sequence_length
+    if workload.global_batch_size is not None:
+        accumulation = max(
+            1, math.ceil(workload.global_batch_size / (workload.micro_batch_size * d))
+        )
+    else:
+        accumulation = 1 if p == 1 else PIPELINE_MICROBATCHES_PER_STAGE * p
+    tokens_per_step = float(micro_tokens * d * accumulation)
+    peak = compute.tflops * 1e12
+    ideal = tokens_per_step * flops.executed / (plan.gpus * peak * mfu)
+    bubble = (p - 1) / accumulation
+    compute_s = ideal * (1.0 + bubble)
+    tp_s = 0.0
+    if t > 1 and link.tp_medium == "pcie":
+        # 2 all-reduces forward + 2 backward per layer (Narayanan et al. 2021, section 3.2)
+        message = micro_tokens * arch.hidden_size * ACTIVATION_BYTES
+        layers = math.ceil(arch.num_layers / p)
+        tp_s = accumulation * layers * 4 * ring_allreduce_seconds(message, t, link.tp_bytes_per_s)
+    dp_s = gradient_sync_bytes(plan, memory) / link.dp_bytes_per_s
+    exposed = max(0.0, dp_s - BACKWARD_OVERLAP_FRACTION * compute_s)
+    step = max(compute_s + tp_s + exposed, _TINY_SECONDS)
+    tokens_per_second = tokens_per_step / step
+    hours = workload.tokens / tokens_per_second / 3600.0 if workload.tokens else None
+    return TrainingEstimate(
+        tokens_per_step=tokens_per_step,
+        accumulation_steps=accumulation,
+        step_time_seconds=step,
+        compute_seconds=compute_s,
+        bubble_fraction=bubble,
+        tp_comm_seconds=tp_s,
+        dp_comm_seconds=dp_s,
+        exposed_comm_seconds=exposed,
+        tokens_per_second=tokens_per_second,
+        time_to_result_hours=hours,
+        mfu_applied=mfu,
+        mfu=tokens_per_second * flops.model / (plan.gpus * peak),
+        compute=compute,
+    )
+
+
+class InferenceEstimate(Struct, frozen=True, kw_only=True):
+    """One serving replica's speed.
+
+    Attributes:
+        batch: sequences decoded together (``min(concurrency, max_concurrency)``).
+        max_concurrency: sequences of ``context_length`` the KV pool holds (None: no KV cache).
+        decode_step_seconds: one decode step of the whole batch.
+        decode_bound: ``memory`` or ``compute``, whichever term is larger.
+        time_to_first_token_seconds: prefill of one prompt plus one decode step.
+        request_latency_seconds: first token plus the remaining output tokens.
+        tokens_per_second: output tokens per second of the replica, prefill included.
+        compute: hardware path of the weight dtype.
+    """
+
+    batch: int
+    max_concurrency: int | None
+    decode_step_seconds: float
+    decode_bound: Literal["memory", "compute"]
+    time_to_first_token_seconds: float
+    request_latency_seconds: float
+    tokens_per_second: float
+    compute: ComputePath
+
+
+def kv_bytes_per_sequence(memory: MemoryBreakdown, workload: InferenceWorkload) -> float:
+    """KV bytes of one full-context sequence on one GPU: the estimator sizes the cache for
+    ``concurrency`` sequences, so this is ``kv_cache_bytes / concurrency``."""
+    return memory.kv_cache_bytes / workload.concurrency
+
+
+def max_concurrency(
+    memory: MemoryBreakdown, workload: InferenceWorkload, usable_bytes: float
+) -> int | None:
+    """Full-context sequences one replica holds at once.
+
+    The engine's KV pool (vLLM: ``gpu_memory_utilization x capacity`` minus weights,
+    activation peak and overhead) when the estimator reports it, else what ``usable_bytes``
+    leaves beside the non-KV terms; divided by the KV of one sequence. None without a KV cache
+    (encoder-only models).
+    """
+    per_sequence = kv_bytes_per_sequence(memory, workload)
+    if per_sequence <= 0:
+        return None
+    if memory.kv_pool_bytes is not None:
+        pool = float(memory.kv_pool_bytes)
+    else:
+        pool = usable_bytes - (memory.total_bytes - memory.kv_cache_bytes)
+    return max(0, math.floor(pool / per_sequence))
+
+
+def prompt_tokens(workload: InferenceWorkload) -> int:
+    """Prompt length: ``prompt_tokens`` (at most the context), else the context minus the
+    output tokens, at least 1 -- the same default as the memory estimator, whose KV cache is
+    sized for the full context."""
+    if workload.prompt_tokens is not None:
+        return min(workload.prompt_tokens, workload.context_length)
+    return max(1, workload.context_length - workload.output_tokens)
+
+
+def _expert_read_fraction(arch: Architecture, batch: int) -> float:
+    """Share of the weights a decode step reads: all dense weights, and of the routed experts
+    the expected share touched by ``batch`` tokens routed uniformly to ``k`` of ``E`` experts,
+    ``1 - (1 - k / E)^batch``."""
+    counts = arch.parameters
+    if not arch.is_moe or counts.total <= 0:
+        return 1.0
+    routed = counts.routed_expert / counts.total
+    k = max(arch.num_experts_per_token, 1)
+    touched = 1.0 - (1.0 - min(k / arch.num_experts, 1.0)) ** batch
+    return (1.0 - routed) + routed * touched
+
+
+def estimate_inference(
+    arch: Architecture,
+    workload: InferenceWorkload,
+    plan: ParallelPlan,
+    memory: MemoryBreakdown,
+    gpu: GpuSpec,
+    compute: ComputePath,
+    link: Links,
+    concurrency_limit: int | None,
+    efficiency: float,
+) -> InferenceEstimate:
+    """Throughput and latency of one replica (``plan.data_parallel`` is ignored).
+
+    Decode step = ``max(PP x (weights read + KV read) / (bandwidth x MBU),
+    batch x FLOPs per token / (TP x peak x efficiency))`` plus PCIe TP traffic. PP stages run
+    one after another for a token, so PP adds memory, not speed (vLLM docs, "Distributed
+    inference and serving"). Prefill is compute-bound and is not batched away: a batch of
+    prompts costs the sum of their FLOPs.
+
+    Args:
+        concurrency_limit: :func:`max_concurrency` of this replica.
+        efficiency: utilisation of peak compute for prefill (the MFU default or override).
+    """
+    t, p = plan.tensor_parallel, plan.pipeline_parallel
+    batch = workload.concurrency
+    if concurrency_limit is not None:
+        batch = max(1, min(batch, concurrency_limit))
+    prompt = float(prompt_tokens(workload))
+    output = float(workload.output_tokens)
+    mean_context = min(prompt + output / 2.0, float(workload.context_length))
+    bandwidth = max(gpu.memory_bandwidth_bytes_per_s, 1) * DECODE_BANDWIDTH_EFFICIENCY
+    peak = compute.tflops * 1e12 * efficiency
+    weights_read = memory.weights_bytes * _expert_read_fraction(arch, batch)
+    kv_read = (
+        batch
+        * kv_bytes_per_sequence(memory, workload)
+        * min(1.0, mean_context / workload.context_length)
+    )
+    memory_s = p * (weights_read + kv_read) / bandwidth
+    compute_s = batch * decode_flops_per_token(arch, mean_context) / (t * peak)
+    tp_s = 0.0
+    if t > 1 and link.tp_medium == "pcie":
+        message = batch * arch.hidden_size * ACTIVATION_BYTES
+        tp_s = arch.num_layers * 2 * ring_allreduce_seconds(message, t, link.tp_bytes_per_s)
+    step = max(memory_s, compute_s, _TINY_SECONDS) + tp_s
+    prefill_s = max(
+        prefill_flops(arch, prompt) / (t * peak),
+        p * memory.weights_bytes / bandwidth,
+        _TINY_SECONDS,
+    )
+    if arch.encoder_only:
+        return InferenceEstimate(
+            batch=batch,
+            max_concurrency=concurrency_limit,
+            decode_step_seconds=0.0,
+            decode_bound="compute",
+            time_to_first_token_seconds=prefill_s,
+            request_latency_seconds=prefill_s,
+            tokens_per_second=prompt / prefill_s,
+            compute=compute,
+        )
+    return InferenceEstimate(
+        batch=batch,
+        max_concurrency=concurrency_limit,
+        decode_step_seconds=step,
+        decode_bound="memory" if memory_s >= compute_s else "compute",
+        time_to_first_token_seconds=prefill_s + step,
+        request_latency_seconds=prefill_s + output * step,
+        tokens_per_second=batch * output / (batch * prefill_s + output * step),
+        compute=compute,
+    )

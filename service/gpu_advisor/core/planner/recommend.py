@@ -1,0 +1,431 @@
+"""``recommend``: from a workload and a catalog to ranked, priced, explained instances.
+
+Pipeline (DESIGN steps 3-5): filter offers by the request's constraints; plan each group of
+identical offers once (:mod:`.topology`, :mod:`.serving`); price every offer of the feasible
+groups in each allowed market (:mod:`.markets`); rank (:mod:`.ranking`); explain
+(:mod:`.explain`, :mod:`.rejections`). The HTTP layer adds ``model`` and ``catalog`` to build a
+:class:`~gpu_advisor.core.results.RecommendationResponse`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+from msgspec import Struct
+from numpy.typing import NDArray
+
+from gpu_advisor.core.architecture import Architecture
+from gpu_advisor.core.gpus import GpuSpec
+from gpu_advisor.core.offers import Offer, ProviderInfo
+from gpu_advisor.core.planner.cost import (
+    CHECKPOINT_WRITE_BYTES_PER_S,
+    DEFAULT_SPOT_INTERRUPTIONS_PER_HOUR,
+    checkpoint_bytes,
+)
+from gpu_advisor.core.planner.estimator import MemoMemory, MemoryEstimator
+from gpu_advisor.core.planner.explain import REJECTION_CODES
+from gpu_advisor.core.planner.hardware import (
+    compute_path,
+    has_published_rates,
+    inference_weight_dtype,
+    missing_path_requirement,
+    training_compute_dtype,
+)
+from gpu_advisor.core.planner.index import OfferIndex, build_offer_index
+from gpu_advisor.core.planner.markets import (
+    MarketResult,
+    OptionTable,
+    Outcome,
+    PricingClasses,
+    price_market,
+)
+from gpu_advisor.core.planner.ranking import Candidates, objective_values, pareto_front, top_k
+from gpu_advisor.core.planner.report import (
+    build_pareto,
+    build_recommendation,
+    group_rejections,
+    suggestions,
+)
+from gpu_advisor.core.planner.serving import ServingPlanner
+from gpu_advisor.core.planner.topology import (
+    GroupKey,
+    GroupVerdict,
+    SearchSpace,
+    TrainingPlanner,
+)
+from gpu_advisor.core.results import ParetoPoint, Reason, Recommendation, RejectedGroup, Suggestion
+from gpu_advisor.core.spec import InferenceWorkload, RecommendationRequest, TrainingWorkload
+
+CODE = {name: i + 1 for i, name in enumerate(REJECTION_CODES)}
+"""Rejection code -> small int (0 = feasible); lower ints are reported first."""
+
+
+class RecommendationResult(Struct, frozen=True, kw_only=True):
+    """What the core returns; the HTTP layer adds ``model`` and ``catalog``.
+
+    Attributes:
+        objective: the objective ranked by.
+        recommendations: the best ``top_k`` candidates, rank 1 first.
+        rejected: rejected offers grouped by (reason code, GPU), each with a sentence.
+        pareto: non-dominated candidates on (total cost, time to result).
+        suggestions: when nothing fits, which constraint to relax and what it would take.
+        candidates_considered: offers in the catalog that were considered.
+    """
+
+    objective: str
+    recommendations: list[Recommendation]
+    rejected: list[RejectedGroup]
+    pareto: list[ParetoPoint]
+    suggestions: list[Suggestion] = []
+    candidates_considered: int = 0
+
+
+def recommend(
+    arch: Architecture,
+    request: RecommendationRequest,
+    offers: Sequence[Offer] | OfferIndex,
+    gpus: Mapping[str, GpuSpec],
+    providers: Mapping[str, ProviderInfo],
+    estimate: MemoryEstimator,
+) -> RecommendationResult:
+    """Rank the offers for a workload, explain every rejection, say what to relax.
+
+    Args:
+        arch: the resolved model.
+        request: workload, constraints (``gpu_types`` already resolved to canonical ids by the
+            caller), objective and ``top_k``.
+        offers: the catalog, or its :class:`OfferIndex` (build once per catalog version for
+            speed: :func:`build_offer_index`).
+        gpus: GPU table by canonical id; offers on other GPUs are rejected ``unknown_gpu``.
+        providers: billing and spot facts by provider id.
+        estimate: the memory estimator (``gpu_advisor.core.memory.estimate_memory``).
+
+    Returns:
+        The ranked recommendations, grouped rejections, Pareto set and suggestions. Pure and
+        deterministic: the same inputs give the same result.
+    """
+    index = offers if isinstance(offers, OfferIndex) else build_offer_index(offers)
+    evaluation = Evaluation(arch, request, index, gpus, providers, estimate)
+    return evaluation.run()
+
+
+class Evaluation:
+    """State of one ``recommend`` call (request-scoped; nothing outlives the call)."""
+
+    def __init__(
+        self,
+        arch: Architecture,
+        request: RecommendationRequest,
+        index: OfferIndex,
+        gpus: Mapping[str, GpuSpec],
+        providers: Mapping[str, ProviderInfo],
+        estimate: MemoryEstimator,
+    ) -> None:
+        self.arch = arch
+        self.request = request
+        self.index = index
+        self.gpus = gpus
+        self.providers = providers
+        self.workload = request.workload
+        self.training = isinstance(self.workload, TrainingWorkload)
+        space = SearchSpace(arch, request.constraints, MemoMemory(estimate, arch, self.workload))
+        self.space = space
+        match self.workload:
+            case TrainingWorkload():
+                self.training_planner: TrainingPlanner | None = TrainingPlanner(
+                    space, self.workload, request.objective
+                )
+                self.serving_planner: ServingPlanner | None = None
+            case InferenceWorkload():
+                self.training_planner = None
+                self.serving_planner = ServingPlanner(space, self.workload, request.objective)
+        self.verdicts: list[GroupVerdict | None] = [None] * len(index.groups)
+        self.filter_code = self._filter_codes()
+        rates, unknown = self._spot_rates()
+        self.spot_rate_by_provider = rates
+        self.spot_rate_unknown = unknown
+
+    # --- filters and provider facts ----------------------------------------------------------
+
+    def _filter_codes(self) -> NDArray[np.intp]:
+        index, constraints = self.index, self.request.constraints
+        code = np.zeros(len(index), dtype=np.intp)
+        rules: list[tuple[str, tuple[str, ...], list[str] | None, NDArray[np.intp]]] = [
+            ("region_excluded", index.regions, constraints.regions, index.region_code),
+            ("provider_excluded", index.providers, constraints.providers, index.provider_code),
+            ("gpu_excluded", index.gpus, constraints.gpu_types, index.gpu_code),
+        ]
+        for name, values, allowed, codes in rules:  # lowest priority first
+            if allowed is None:
+                continue
+            keep = {v.lower() for v in allowed}
+            ok = np.array([v.lower() in keep for v in values], dtype=bool)
+            if len(values):
+                code = np.where(ok[codes], code, CODE[name])
+        return code
+
+    def _spot_rates(self) -> tuple[NDArray[np.float64], tuple[bool, ...]]:
+        rates: list[float] = []
+        unknown: list[bool] = []
+        for name in self.index.providers:
+            info = self.providers.get(name)
+            rate = info.spot_interruptions_per_hour if info else None
+            unknown.append(rate is None)
+            rates.append(DEFAULT_SPOT_INTERRUPTIONS_PER_HOUR if rate is None else rate)
+        return np.asarray(rates, dtype=np.float64), tuple(unknown)
+
+    # --- planning ------------------------------------------------------------------------------
+
+    def _verdict(self, key: GroupKey) -> GroupVerdict:
+        gpu = self.gpus.get(key.gpu)
+        if gpu is None:
+            return GroupVerdict(rejection=Reason(code="unknown_gpu", data={"gpu": key.gpu}))
+        match self.workload:
+            case TrainingWorkload():
+                dtype = training_compute_dtype(self.workload)
+                mfu = self.workload.mfu
+            case InferenceWorkload():
+                dtype = inference_weight_dtype(self.arch, self.workload)
+                mfu = None
+        compute = compute_path(gpu, dtype)
+        if compute is None and not has_published_rates(gpu):
+            return GroupVerdict(
+                rejection=Reason(code="gpu_rate_unknown", data={"gpu": gpu.id, "dtype": dtype})
+            )
+        if compute is None:
+            return GroupVerdict(
+                rejection=Reason(
+                    code="dtype_unsupported",
+                    data={"dtype": dtype, "gpu": gpu.id, "needs": missing_path_requirement(dtype)},
+                )
+            )
+        max_gpus = self.request.constraints.max_gpus
+        if max_gpus is not None and key.gpu_count > max_gpus:
+            return GroupVerdict(
+                rejection=Reason(
+                    code="over_max_gpus",
+                    data={"gpu": gpu.id, "gpus_needed": key.gpu_count, "max_gpus": max_gpus},
+                )
+            )
+        ctx = self.space.context(key, gpu, compute, mfu)
+        if self.training_planner is not None:
+            return self.training_planner.plan(ctx)
+        if self.serving_planner is not None:
+            return self.serving_planner.plan(ctx)
+        raise AssertionError("a planner exists for every workload kind")  # pragma: no cover
+
+    def _plan(self, groups: NDArray[np.intp]) -> None:
+        for g in groups.tolist():
+            if self.verdicts[g] is None:
+                self.verdicts[g] = self._verdict(self.index.groups[g])
+
+    def _option_table(self) -> OptionTable:
+        verdicts = self.verdicts
+        width = max((len(v.options) for v in verdicts if v is not None), default=0) or 1
+        shape = (len(verdicts), width)
+        valid = np.zeros(shape, dtype=bool)
+        nodes = np.ones(shape, dtype=np.int64)
+        gpus = np.ones(shape, dtype=np.int64)
+        base = np.full(shape, np.nan)
+        rate = np.full(shape, np.nan)
+        latency = np.full(shape, np.nan)
+        write = np.zeros(shape)
+        adapters_only = (
+            isinstance(self.workload, TrainingWorkload) and self.workload.method != "full"
+        )
+        for g, verdict in enumerate(verdicts):
+            if verdict is None:
+                continue
+            for k, option in enumerate(verdict.options):
+                valid[g, k] = True
+                nodes[g, k] = option.nodes
+                gpus[g, k] = option.plan.gpus
+                base[g, k] = np.nan if option.time_hours is None else option.time_hours * 3600.0
+                rate[g, k] = option.tokens_per_second
+                if option.inference is not None:
+                    latency[g, k] = option.inference.request_latency_seconds
+                if option.training is not None:
+                    size = checkpoint_bytes(option.plan, option.memory, adapters_only=adapters_only)
+                    write[g, k] = size / (CHECKPOINT_WRITE_BYTES_PER_S * option.nodes)
+        return OptionTable(
+            valid=valid,
+            nodes=nodes,
+            gpus=gpus,
+            base_seconds=base,
+            tokens_per_second=rate,
+            latency_seconds=latency,
+            checkpoint_write_seconds=write,
+        )
+
+    def _structural_codes(self) -> NDArray[np.intp]:
+        per_group = np.array(
+            [
+                0
+                if v is not None and v.options
+                else CODE[v.rejection.code]
+                if v is not None and v.rejection is not None
+                else -1
+                for v in self.verdicts
+            ],
+            dtype=np.intp,
+        )
+        return per_group[self.index.group_of] if len(self.index) else per_group[:0]
+
+    # --- markets -----------------------------------------------------------------------------
+
+    def markets(self) -> tuple[Literal["on_demand", "spot"], ...]:
+        match self.request.constraints.spot:
+            case "forbid":
+                return ("on_demand",)
+            case "only":
+                return ("spot",)
+            case _:
+                return ("on_demand", "spot")
+
+    def _price(
+        self,
+        market: Literal["on_demand", "spot"],
+        priced: NDArray[np.intp],
+        table: OptionTable,
+        classes: PricingClasses,
+    ) -> MarketResult:
+        index = self.index
+        price = (index.spot_price_per_hour_usd if market == "spot" else index.price_per_hour_usd)[
+            priced
+        ]
+        tokens = self.workload.tokens if isinstance(self.workload, TrainingWorkload) else None
+        return price_market(
+            market=market,
+            training=self.training,
+            tokens=tokens,
+            table=table,
+            classes=classes,
+            offer_class=index.class_of[priced],
+            price_per_hour_usd=np.nan_to_num(price, nan=np.inf),
+            constraints=self.request.constraints,
+            objective=self.request.objective,
+        )
+
+    def _outcome(self, all_markets: bool) -> Outcome:
+        """Codes and market results; the first pass prices only offers that pass the filters,
+        the suggestion pass (``all_markets``) prices every offer of a feasible group."""
+        index = self.index
+        table = self._option_table()
+        structural = self._structural_codes()
+        priced_mask = structural == 0
+        if not all_markets:
+            priced_mask &= self.filter_code == 0
+        priced = np.flatnonzero(priced_mask)
+        classes = PricingClasses(
+            group=index.class_group,
+            increment_seconds=index.class_increment_seconds,
+            minimum_seconds=index.class_minimum_seconds,
+            interruptions_per_hour=self.spot_rate_by_provider[index.class_provider],
+        )
+        markets = ("on_demand", "spot") if all_markets else self.markets()
+        results: dict[str, MarketResult] = {
+            m: self._price(m, priced, table, classes) for m in markets
+        }
+        primary = self.markets()[0]
+        codes: dict[str, NDArray[np.intp]] = {}
+        unfiltered: dict[str, NDArray[np.intp]] = {}
+        for market, result in results.items():
+            code = np.where(structural > 0, structural, 0)
+            numeric = np.maximum(result.code, 1) - 1  # index into NUMERIC_CODES
+            code[priced] = np.where(result.feasible, 0, CODE["over_max_price"] + numeric)
+            if market == "spot":
+                no_spot = np.isnan(index.spot_price_per_hour_usd)
+                code = np.where(no_spot, CODE["spot_unavailable"], code)
+            unfiltered[market] = code
+            codes[market] = np.where(self.filter_code > 0, self.filter_code, code)
+        feasible_any = np.zeros(len(index), dtype=bool)
+        for market in self.markets():
+            feasible_any |= codes[market] == 0
+        final = np.where(feasible_any, 0, codes[primary])
+        return Outcome(
+            priced=priced,
+            results=results,
+            codes=codes,
+            unfiltered=unfiltered,
+            final_code=final,
+            table=table,
+        )
+
+    def _candidates(self, outcome: Outcome) -> tuple[Candidates, list[str]]:
+        offers: list[NDArray[np.intp]] = []
+        spot: list[NDArray[np.int64]] = []
+        positions: list[NDArray[np.intp]] = []
+        market_names: list[str] = []
+        for flag, market in enumerate(("on_demand", "spot")):
+            if market not in self.markets():
+                continue
+            ok = outcome.codes[market][outcome.priced] == 0
+            where = np.flatnonzero(ok)
+            offers.append(outcome.priced[where])
+            positions.append(where)
+            spot.append(np.full(where.size, flag, dtype=np.int64))
+            market_names.append(market)
+        results = [outcome.results[m] for m in market_names]
+
+        def gather(field: str) -> NDArray[np.float64]:
+            parts = [r.values(field, w) for r, w in zip(results, positions, strict=True)]
+            return np.concatenate(parts) if parts else np.zeros(0)
+
+        offer = np.concatenate(offers) if offers else np.zeros(0, dtype=np.intp)
+        candidates = Candidates(
+            offer=offer,
+            spot=np.concatenate(spot) if spot else np.zeros(0, dtype=np.int64),
+            option=np.concatenate([r.option[w] for r, w in zip(results, positions, strict=True)])
+            if results
+            else np.zeros(0, dtype=np.intp),
+            total_usd=gather("total_usd"),
+            time_hours=gather("time_hours"),
+            price_per_hour_usd=gather("price_per_hour_usd"),
+            per_million_usd=gather("per_million_usd"),
+            latency_seconds=gather("latency_seconds"),
+            gpus=gather("gpus").astype(np.int64),
+            name_rank=self.index.name_rank[offer],
+        )
+        return candidates, market_names
+
+    # --- run -----------------------------------------------------------------------------------
+
+    def run(self) -> RecommendationResult:
+        index = self.index
+        wanted = np.unique(index.group_of[self.filter_code == 0])
+        self._plan(wanted)
+        outcome = self._outcome(all_markets=False)
+        candidates, _ = self._candidates(outcome)
+        request = self.request
+        primary = objective_values(
+            request.objective,
+            training=self.training,
+            total_usd=candidates.total_usd,
+            time_hours=candidates.time_hours,
+            price_per_hour_usd=candidates.price_per_hour_usd,
+            per_million_usd=candidates.per_million_usd,
+            latency_seconds=candidates.latency_seconds,
+        )
+        best = top_k(primary, candidates, request.top_k)
+        recommendations = [
+            build_recommendation(self, outcome, candidates, position, rank)
+            for rank, position in enumerate(best, start=1)
+        ]
+        time_axis = candidates.time_hours if self.training else candidates.latency_seconds
+        front = pareto_front(candidates.total_usd, time_axis)
+        pareto = build_pareto(self, candidates, front, best)
+        found: list[Suggestion] = []
+        if not recommendations:
+            self._plan(np.arange(len(index.groups), dtype=np.intp))
+            outcome = self._outcome(all_markets=True)
+            found = suggestions(self, outcome)
+        return RecommendationResult(
+            objective=request.objective,
+            recommendations=recommendations,
+            rejected=group_rejections(self, outcome),
+            pareto=pareto,
+            suggestions=found,
+            candidates_considered=len(index),
+        )

@@ -1,0 +1,516 @@
+"""Candidate parallel plans for one group of identical offers (same GPU, count, memory,
+interconnect and network), and the choice among them for training.
+
+Search space (bounded and deterministic; every degree is a power of two):
+
+* tensor parallel ``t``: divides the node's GPU count and the attention heads (KV heads may
+  replicate, DESIGN "Inference"), at most the NVLink domain, or
+  :data:`~gpu_advisor.core.planner.hardware.PCIE_MAX_TENSOR_PARALLEL` on PCIe-only GPUs;
+  never across nodes;
+* pipeline parallel ``p``: at most the layer count; stages may span nodes;
+* expert parallel ``e`` (MoE): divides the routed experts and ``t x d``;
+* data parallel: the rest of the GPUs; ZeRO stage (training): the workload's ``sharding``,
+  else the lowest of none / zero1 / zero2 / zero3 that fits (ZeRO-1/2 move the same bytes as
+  plain data parallel, ZeRO-3 1.5x: Rajbhandari et al. 2020, section 7);
+* nodes: 1, 2, 4, ... up to ``max_nodes`` and ``max_gpus`` -- more than one only on offers whose
+  network is cluster-grade (InfiniBand, EFA, RoCE with a bandwidth).
+
+Memory falls as any degree grows, so for each ``(t, p)`` the most-sharded plan is tried first
+and the search stops at the first fitting plan in the order t, p, e, ZeRO: at most
+``|t| x |p| x (1 + |e| x |zero|)`` estimator calls per node count, memoised per request (plans
+recur across groups with the same GPU count, whatever the GPU).
+
+Training chooses, per node count, the plan with the shortest time per token; node counts stay
+separate options (cost, time and deadline trade them off per offer), from the first that fits
+up to the first that meets the deadline -- or all of them for ``time_to_result``.
+Serving is in :mod:`gpu_advisor.core.planner.serving`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from msgspec import Struct
+
+from gpu_advisor.core.architecture import Architecture
+from gpu_advisor.core.gpus import GpuSpec
+from gpu_advisor.core.offers import Interconnect
+from gpu_advisor.core.planner.estimator import MemoMemory
+from gpu_advisor.core.planner.hardware import (
+    ComputePath,
+    links,
+    max_tensor_parallel,
+    nvlink_domain_size,
+)
+from gpu_advisor.core.planner.performance import (
+    InferenceEstimate,
+    TrainingEstimate,
+    default_mfu,
+    estimate_training,
+)
+from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan, Reason
+from gpu_advisor.core.spec import Constraints, Objective, Sharding, TrainingWorkload
+
+NODE_PROBE_LIMIT = 64
+"""Largest node count probed to explain a rejection ("needs 4 nodes ..."): 64 nodes of 8 GPUs
+is already a 512-GPU cluster; an offer that needs more is explained by its memory shortfall
+instead. (``max_nodes`` itself may go to 1024.)"""
+
+PIPELINE_MIN_SAVING = 0.02
+"""The PP search stops when doubling PP lowers the per-GPU requirement by less than this."""
+
+PIPELINE_MAX = 64
+"""Largest pipeline-parallel degree searched: the 1-trillion-parameter Megatron-LM run used
+PP = 64 (Narayanan et al. 2021, Table 1); Llama 3 405B used 16 (Dubey et al. 2024, Table 4)."""
+
+
+def smallest_fitting_power(fits: Callable[[int], bool], limit: int) -> int | None:
+    """Smallest power of two ``n <= limit`` with ``fits(n)``, by binary search over the
+    exponents (memory per GPU falls as nodes are added, so ``fits`` is monotone); None when
+    even ``limit`` (rounded down to a power of two) does not fit."""
+    powers = list(powers_of_two(limit))
+    if not powers or not fits(powers[-1]):
+        return None
+    low, high = 0, len(powers) - 1  # powers[high] fits
+    while low < high:
+        middle = (low + high) // 2
+        if fits(powers[middle]):
+            high = middle
+        else:
+            low = middle + 1
+    return powers[high]
+
+
+ZERO_STAGES: tuple[Sharding, ...] = ("none", "zero1", "zero2", "zero3")
+
+
+class GroupKey(Struct, frozen=True, kw_only=True):
+    """What makes offers interchangeable for planning (price aside).
+
+    Attributes:
+        network_gbit_per_s: per-node bandwidth of a cluster-grade network; None without one.
+    """
+
+    gpu: str
+    gpu_count: int
+    memory_exposed_bytes: int
+    interconnect: Interconnect
+    network_fabric: str | None = None
+    network_gbit_per_s: float | None = None
+
+
+class PlanOption(Struct, frozen=True, kw_only=True):
+    """One feasible way to run the workload on ``nodes`` instances of a group.
+
+    Attributes:
+        nodes: instances used (training: nodes of one job; serving: instances deployed).
+        plan: the parallel plan over all ``nodes x gpu_count`` GPUs.
+        memory: per-GPU breakdown with the GPU's capacity.
+        training / inference: the speed estimate of the workload kind.
+        replicas: serving replicas deployed (1 for training).
+        time_hours: training time to result (None without ``tokens``); serving: serving_hours.
+        tokens_per_second: whole deployment (training: trained tokens/s; serving: output
+            tokens/s of all replicas).
+        notes: rationale codes of the plan choice; warnings: caveats (emulated dtypes).
+    """
+
+    nodes: int
+    plan: ParallelPlan
+    memory: MemoryBreakdown
+    training: TrainingEstimate | None = None
+    inference: InferenceEstimate | None = None
+    replicas: int = 1
+    time_hours: float | None
+    tokens_per_second: float
+    notes: tuple[Reason, ...] = ()
+    warnings: tuple[Reason, ...] = ()
+
+
+class GroupVerdict(Struct, frozen=True, kw_only=True):
+    """Feasible options (ascending nodes) or the one reason there are none."""
+
+    options: tuple[PlanOption, ...] = ()
+    rejection: Reason | None = None
+
+
+def powers_of_two(limit: int) -> Iterator[int]:
+    """1, 2, 4, ... up to ``limit`` inclusive."""
+    value = 1
+    while value <= limit:
+        yield value
+        value *= 2
+
+
+class GroupContext(Struct, frozen=True, kw_only=True):
+    """One group's facts derived once: its GPU, NVLink domain, TP cap and usable bytes."""
+
+    key: GroupKey
+    gpu: GpuSpec
+    compute: ComputePath
+    domain: int
+    tp_cap: int
+    usable_bytes: float
+    efficiency: float
+    warnings: tuple[Reason, ...] = ()
+
+
+class SearchSpace:
+    """The plan search shared by training and serving for one request."""
+
+    def __init__(self, arch: Architecture, constraints: Constraints, memory: MemoMemory) -> None:
+        self.arch = arch
+        self.constraints = constraints
+        self.memory = memory
+
+    def context(
+        self, key: GroupKey, gpu: GpuSpec, compute: ComputePath, mfu_override: float | None
+    ) -> GroupContext:
+        """Derive a group's planning facts (domain, TP cap, usable bytes, efficiency)."""
+        domain = nvlink_domain_size(key.interconnect, gpu, key.gpu_count)
+        warnings: tuple[Reason, ...] = ()
+        if compute.emulated:
+            warnings = (
+                Reason(
+                    code="dtype_emulated",
+                    data={
+                        "dtype": compute.dtype,
+                        "gpu": gpu.id,
+                        "path": compute.path,
+                        "tflops": compute.tflops,
+                    },
+                ),
+            )
+        return GroupContext(
+            key=key,
+            gpu=gpu,
+            compute=compute,
+            domain=domain,
+            tp_cap=max_tensor_parallel(domain),
+            usable_bytes=key.memory_exposed_bytes * (1.0 - self.constraints.min_headroom_fraction),
+            efficiency=mfu_override if mfu_override is not None else default_mfu(gpu),
+            warnings=warnings,
+        )
+
+    def tensor_degrees(self, gpus_per_node: int, cap: int) -> list[int]:
+        """TP degrees: powers of two dividing the node's GPUs and the attention heads, and
+        dividing the KV heads or a multiple of them (KV heads are split or replicated whole;
+        vLLM ``QKVParallelLinear``); MLA has no per-head KV cache to split."""
+        heads, kv = self.arch.num_attention_heads, self.arch.num_kv_heads
+        mla = self.arch.mla is not None
+        return [
+            t
+            for t in powers_of_two(min(gpus_per_node, cap))
+            if gpus_per_node % t == 0 and heads % t == 0 and (mla or kv % t == 0 or t % kv == 0)
+        ]
+
+    def expert_degrees(self, data_parallel: int) -> list[int]:
+        """EP degrees: powers of two dividing the routed experts and the data-parallel degree
+        (experts are spread over ranks carved out of the data-parallel group, Megatron-Core
+        ``expert_model_parallel_size``). A serving replica (DP = 1) keeps EP = 1; its experts
+        are split by TP and PP."""
+        experts = self.arch.num_experts
+        if experts <= 0:
+            return [1]
+        return [
+            e
+            for e in powers_of_two(min(experts, data_parallel))
+            if experts % e == 0 and data_parallel % e == 0
+        ]
+
+    def topology_notes(
+        self, plan: ParallelPlan, ctx: GroupContext, nodes_spanned: int
+    ) -> tuple[Reason, ...]:
+        """Rationale codes for where the plan's parallelism runs."""
+        notes: list[Reason] = []
+        t = plan.tensor_parallel
+        if t > 1 and ctx.domain >= t:
+            fabric = "Infinity Fabric" if ctx.gpu.vendor == "amd" else "NVLink"
+            notes.append(
+                Reason(
+                    code="tp_in_nvlink_domain",
+                    data={"tensor_parallel": t, "domain": ctx.domain, "fabric": fabric},
+                )
+            )
+        elif t * plan.pipeline_parallel > ctx.tp_cap and ctx.tp_cap < ctx.key.gpu_count:
+            notes.append(
+                Reason(
+                    code="tp_limited_pcie",
+                    data={
+                        "tensor_parallel": t,
+                        "max_tensor_parallel": ctx.tp_cap,
+                        "pipeline_parallel": plan.pipeline_parallel,
+                    },
+                )
+            )
+        if nodes_spanned > 1:
+            notes.append(
+                Reason(
+                    code="multi_node",
+                    data={
+                        "nodes": nodes_spanned,
+                        "fabric": ctx.key.network_fabric,
+                        "gbit_per_s": ctx.key.network_gbit_per_s,
+                    },
+                )
+            )
+        return tuple(notes)
+
+    def no_fit_reason(
+        self,
+        ctx: GroupContext,
+        fits_on: Callable[[int, int], int | None],
+        best: list[MemoryBreakdown],
+    ) -> Reason:
+        """Why nothing fits a group, in order: TP over PCIe would fit; more nodes would fit
+        (no cluster network / over max_nodes / over max_gpus); else insufficient memory with
+        the smallest per-GPU requirement seen.
+
+        Args:
+            fits_on: ``(tp_cap, max_nodes) -> nodes | None``, the smallest node count on which
+                some plan fits.
+        """
+        key, gpu = ctx.key, ctx.gpu
+        g = key.gpu_count
+        if ctx.tp_cap < g and fits_on(g, 1) == 1:
+            return Reason(
+                code="tp_over_pcie",
+                data={"gpu": gpu.id, "gpu_count": g, "max_tensor_parallel": ctx.tp_cap},
+            )
+        # A one-GPU instance without a cluster network is not a cluster building block: its
+        # rejection is the memory shortfall, with the numbers (issue 2 acceptance).
+        probe = key.network_gbit_per_s is not None or g > 1
+        nodes = fits_on(ctx.tp_cap, NODE_PROBE_LIMIT) if probe else None
+        if nodes is not None and nodes > 1:
+            if key.network_gbit_per_s is None:
+                network: dict[str, Any] = {
+                    "gpu": gpu.id,
+                    "gpu_count": g,
+                    "nodes_needed": nodes,
+                    "exposed_bytes": key.memory_exposed_bytes,
+                }
+                if best:
+                    network["need_bytes"] = best[0].total_bytes
+                return Reason(code="no_cluster_network", data=network)
+            if nodes > self.constraints.max_nodes:
+                return Reason(
+                    code="over_max_nodes",
+                    data={
+                        "gpu": gpu.id,
+                        "gpu_count": g,
+                        "nodes_needed": nodes,
+                        "max_nodes": self.constraints.max_nodes,
+                    },
+                )
+            return Reason(
+                code="over_max_gpus",
+                data={
+                    "gpu": gpu.id,
+                    "gpus_needed": nodes * g,
+                    "max_gpus": self.constraints.max_gpus,
+                },
+            )
+        data: dict[str, Any] = {
+            "gpu": gpu.id,
+            "usable_bytes": int(ctx.usable_bytes),
+            "exposed_bytes": key.memory_exposed_bytes,
+            "gpu_count": g,
+        }
+        if best:
+            data["need_bytes"] = best[0].total_bytes
+        return Reason(code="insufficient_memory", data=data)
+
+
+class TrainingPlanner:
+    """Training plans for the groups of one request."""
+
+    def __init__(
+        self, space: SearchSpace, workload: TrainingWorkload, objective: Objective = "total_cost"
+    ) -> None:
+        self.space = space
+        self.workload = workload
+        # Adding nodes only shortens the job (and costs more: communication is added, billed
+        # GPU-hours never fall in this model), so more nodes than the first fitting count
+        # are worth pricing only for time_to_result or to meet a deadline.
+        self.all_node_counts = objective == "time_to_result"
+        self.shardings: tuple[Sharding, ...] = (
+            (workload.sharding,) if workload.sharding else ZERO_STAGES
+        )
+        # Groups that share a GPU count and usable memory share their fitting plans.
+        self._speeds: dict[tuple[Any, ...], TrainingEstimate] = {}
+        self._fits: dict[
+            tuple[int, int, int, float], tuple[list[ParallelPlan], MemoryBreakdown | None]
+        ] = {}
+
+    def first_fits(
+        self,
+        gpus_per_node: int,
+        nodes: int,
+        tp_cap: int,
+        usable: float,
+        best: list[MemoryBreakdown],
+    ) -> list[ParallelPlan]:
+        """Per TP degree, the first fitting (PP, EP, ZeRO) plan on ``nodes`` nodes.
+
+        ``best`` keeps the smallest requirement seen (for rejection sentences).
+        """
+        key = (gpus_per_node, nodes, tp_cap, usable)
+        cached = self._fits.get(key)
+        if cached is None:
+            seen: list[MemoryBreakdown] = []
+            plans = self._search(gpus_per_node, nodes, tp_cap, usable, seen)
+            cached = (plans, seen[0] if seen else None)
+            self._fits[key] = cached
+        plans, smallest = cached
+        if smallest is not None and (not best or smallest.total_bytes < best[0].total_bytes):
+            best[:] = [smallest]
+        return plans
+
+    def fits_somewhere(self, gpus_per_node: int, nodes: int, tp_cap: int, usable: float) -> bool:
+        """Whether any plan on ``nodes`` nodes fits: only the most-sharded plan of each
+        (TP, PP) is asked (enough to explain a rejection)."""
+        key = (gpus_per_node, nodes, tp_cap, usable)
+        if key in self._fits:
+            return bool(self._fits[key][0])
+        total = gpus_per_node * nodes
+        # widest TP first: the likeliest to fit, so a fitting node count is found early
+        for t in reversed(self.space.tensor_degrees(gpus_per_node, tp_cap)):
+            for _, need in self._pipeline_sweep(t, total):
+                if need.total_bytes <= usable:
+                    return True
+        return False
+
+    def _pipeline_sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
+        """The most-sharded plan of each PP degree for TP ``t`` over ``total`` GPUs, with its
+        requirement, PP ascending. Stops once doubling PP saves under
+        :data:`PIPELINE_MIN_SAVING` of the requirement: PP then only adds bubble (with ZeRO-3
+        the model states are already sharded over every GPU whatever PP is)."""
+        previous: int | None = None
+        for p in powers_of_two(min(self.space.arch.num_layers, total // t, PIPELINE_MAX)):
+            if total % (t * p):
+                continue
+            d = total // (t * p)
+            loosest = ParallelPlan(
+                tensor_parallel=t,
+                pipeline_parallel=p,
+                data_parallel=d,
+                expert_parallel=self.space.expert_degrees(d)[-1],
+                sharding=self.shardings[-1],
+                sequence_parallel=t > 1,
+            )
+            need = self.space.memory(loosest)
+            if need is None:
+                continue
+            yield loosest, need
+            if previous is not None and need.total_bytes > previous * (1 - PIPELINE_MIN_SAVING):
+                return
+            previous = need.total_bytes
+
+    def _search(
+        self,
+        gpus_per_node: int,
+        nodes: int,
+        tp_cap: int,
+        usable: float,
+        best: list[MemoryBreakdown],
+    ) -> list[ParallelPlan]:
+        total = gpus_per_node * nodes
+        fitting: list[ParallelPlan] = []
+        for t in self.space.tensor_degrees(gpus_per_node, tp_cap):
+            for loosest, need in self._pipeline_sweep(t, total):
+                if not best or need.total_bytes < best[0].total_bytes:
+                    best[:] = [need]
+                if need.total_bytes > usable:
+                    continue
+                p, d = loosest.pipeline_parallel, loosest.data_parallel
+                found = self._first_fit(t, p, d, self.space.expert_degrees(d), usable)
+                if found is not None:
+                    fitting.append(found)
+                    break
+        return fitting
+
+    def _first_fit(
+        self, t: int, p: int, d: int, experts: list[int], usable: float
+    ) -> ParallelPlan | None:
+        for e in experts:
+            for s in self.shardings:
+                plan = ParallelPlan(
+                    tensor_parallel=t,
+                    pipeline_parallel=p,
+                    data_parallel=d,
+                    expert_parallel=e,
+                    sharding=s,
+                    sequence_parallel=t > 1,
+                )
+                found = self.space.memory(plan)
+                if found is not None and found.total_bytes <= usable:
+                    return plan
+        return None
+
+    def node_counts(self, key: GroupKey) -> list[int]:
+        """Node counts searched: powers of two within max_nodes and max_gpus; 1 without a
+        cluster network."""
+        constraints = self.space.constraints
+        limit = constraints.max_nodes if key.network_gbit_per_s else 1
+        if constraints.max_gpus is not None:
+            limit = min(limit, constraints.max_gpus // key.gpu_count)
+        return list(powers_of_two(limit))
+
+    def _fast_enough(self, option: PlanOption) -> bool:
+        """No deadline, or this option meets it: larger node counts would only cost more."""
+        deadline = self.space.constraints.deadline_hours
+        return deadline is None or option.time_hours is None or option.time_hours <= deadline
+
+    def plan(self, ctx: GroupContext) -> GroupVerdict:
+        """Per node count, the fastest fitting plan; or why none fits. Node counts stop at the
+        first that fits (meeting the deadline, if any) unless the objective is
+        ``time_to_result``."""
+        key, gpu = ctx.key, ctx.gpu
+        g = key.gpu_count
+        best: list[MemoryBreakdown] = []
+        options: list[PlanOption] = []
+        for n in self.node_counts(key):
+            plans = self.first_fits(g, n, ctx.tp_cap, ctx.usable_bytes, best)
+            link = links(gpu, ctx.domain, g, n, key.network_gbit_per_s)
+            scored: list[tuple[float, PlanOption]] = []
+            for plan in plans:
+                memory = self.space.memory(plan, key.memory_exposed_bytes)
+                if memory is None:  # pragma: no cover - the requirement call accepted it
+                    continue
+                speed_key = (plan, memory.total_bytes, ctx.compute, link, ctx.efficiency)
+                estimate = self._speeds.get(speed_key)
+                if estimate is None:
+                    estimate = estimate_training(
+                        self.space.arch,
+                        self.workload,
+                        plan,
+                        memory,
+                        ctx.compute,
+                        link,
+                        ctx.efficiency,
+                    )
+                    self._speeds[speed_key] = estimate
+                option = PlanOption(
+                    nodes=n,
+                    plan=plan,
+                    memory=memory,
+                    training=estimate,
+                    time_hours=estimate.time_to_result_hours,
+                    tokens_per_second=estimate.tokens_per_second,
+                    notes=self.space.topology_notes(plan, ctx, n),
+                    warnings=ctx.warnings,
+                )
+                scored.append((1.0 / estimate.tokens_per_second, option))
+            if scored:
+                options.append(min(scored, key=lambda item: item[0])[1])
+                if not self.all_node_counts and self._fast_enough(options[-1]):
+                    break
+        if options:
+            return GroupVerdict(options=tuple(options))
+
+        def fits_on(tp_cap: int, max_nodes: int) -> int | None:
+            return smallest_fitting_power(
+                lambda n: self.fits_somewhere(g, n, tp_cap, ctx.usable_bytes), max_nodes
+            )
+
+        return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, best))

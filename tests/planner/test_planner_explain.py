@@ -1,0 +1,107 @@
+"""Sentences rendered from reason codes carry the numbers."""
+
+from __future__ import annotations
+
+from gpu_advisor.core.planner.explain import REJECTION_CODES, render
+from gpu_advisor.core.results import Reason
+
+GIB = 2**30
+
+
+def test_memory_fit_sentence() -> None:
+    reason = Reason(
+        code="memory_fit",
+        data={
+            "total_bytes": int(61.2 * GIB),
+            "usable_bytes": 81_559 * 2**20,
+            "capacity_bytes": 81_559 * 2**20,
+            "headroom_fraction": 0.23,
+        },
+    )
+    assert render(reason) == "61.2 GiB of 79.6 GiB usable per GPU (23 % headroom)"
+
+
+def test_training_and_billing_sentences() -> None:
+    assert (
+        render(
+            Reason(
+                code="training_time",
+                data={"hours": 3.1, "mfu": 0.41, "tokens_per_second": 52_000.0},
+            )
+        )
+        == "3.10 h at 41 % MFU (52,000 tokens/s)"
+    )
+    assert (
+        render(
+            Reason(
+                code="billing",
+                data={
+                    "total_usd": 76.8,
+                    "billed_hours": 1.28,
+                    "price_per_hour_usd": 60.0,
+                    "increment_seconds": 60,
+                },
+            )
+        )
+        == "$76.80 billed per minute (1.28 h at $60.00/h)"
+    )
+
+
+def test_plan_sentence() -> None:
+    data = {
+        "gpus": 8,
+        "gpu": "H100-SXM-80GB",
+        "nodes": 1,
+        "tensor_parallel": 8,
+        "pipeline_parallel": 1,
+        "data_parallel": 1,
+        "expert_parallel": 1,
+        "sharding": "none",
+    }
+    assert render(Reason(code="plan", data=data)) == "8 × H100-SXM-80GB: TP=8, PP=1, DP=1"
+
+
+def test_insufficient_memory_sentence() -> None:
+    data = {
+        "gpu": "A100-PCIE-40GB",
+        "need_bytes": int(46.2 * GIB),
+        "usable_bytes": int(39.4 * GIB),
+        "exposed_bytes": int(39.4 * GIB),
+        "gpu_count": 1,
+    }
+    assert (
+        render(Reason(code="insufficient_memory", data=data))
+        == "needs 46.2 GiB per GPU; A100-PCIE-40GB exposes 39.4 GiB"
+    )
+
+
+def test_every_rejection_code_renders_a_sentence() -> None:
+    sample = {
+        "gpu": "X",
+        "provider": "p",
+        "region": "r",
+        "dtype": "bf16",
+        "needs": "Ampere",
+        "gpus_needed": 16,
+        "max_gpus": 8,
+        "nodes_needed": 2,
+        "max_nodes": 1,
+        "gpu_count": 8,
+        "max_tensor_parallel": 2,
+        "need_bytes": GIB,
+        "usable_bytes": GIB,
+        "exposed_bytes": GIB,
+        "kv_pool_bytes": GIB,
+        "sequence_bytes": GIB,
+        "context_length": 8192,
+        "price_per_hour_usd": 1.0,
+        "max_price_per_hour_usd": 0.5,
+        "hours": 2.0,
+        "deadline_hours": 1.0,
+        "total_usd": 10.0,
+        "budget_usd": 5.0,
+    }
+    for code in REJECTION_CODES:
+        text = render(Reason(code=code, data=sample))
+        assert text != code
+        assert text

@@ -1,0 +1,131 @@
+"""Objectives, deterministic tie-breaks and the Pareto set."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpu_advisor.core.planner import recommend
+from gpu_advisor.core.planner.ranking import Candidates, pareto_front, top_k
+from gpu_advisor.core.spec import TrainingWorkload
+
+from .fixtures import GPUS, INFINIBAND, make_arch, make_offer, make_request, toy_estimate
+
+
+def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] <= b[0] and a[1] <= b[1] and a != b
+
+
+points = st.lists(
+    st.tuples(st.integers(0, 20), st.integers(0, 20)).map(lambda p: (float(p[0]), float(p[1]))),
+    max_size=60,
+)
+
+
+@settings(derandomize=True, max_examples=300)
+@given(points)
+def test_pareto_front_is_exactly_the_non_dominated_points(pts: list[tuple[float, float]]) -> None:
+    front = pareto_front([p[0] for p in pts], [p[1] for p in pts])
+    chosen = set(front)
+    for i in front:  # nothing in the front is dominated
+        assert not any(dominates(q, pts[i]) for q in pts)
+    for i, p in enumerate(pts):  # every non-dominated point is in the front
+        if not any(dominates(q, p) for q in pts):
+            assert i in chosen
+    assert front == sorted(front, key=lambda i: (pts[i][0], pts[i][1], front.index(i)))
+
+
+def test_pareto_front_ignores_nan() -> None:
+    assert pareto_front([1.0, float("nan"), 2.0], [2.0, 0.0, 1.0]) == [0, 2]
+
+
+def _candidates(rows: list[tuple[float, float, int, int, int]]) -> Candidates:
+    total = np.array([r[0] for r in rows])
+    return Candidates(
+        offer=np.arange(len(rows)),
+        spot=np.array([r[3] for r in rows], dtype=np.int64),
+        option=np.zeros(len(rows), dtype=np.intp),
+        total_usd=total,
+        time_hours=np.array([r[1] for r in rows]),
+        price_per_hour_usd=total,
+        per_million_usd=total,
+        latency_seconds=np.full(len(rows), np.nan),
+        gpus=np.array([r[2] for r in rows], dtype=np.int64),
+        name_rank=np.array([r[4] for r in rows], dtype=np.int64),
+    )
+
+
+def test_ties_break_on_time_then_gpus_then_on_demand_then_name() -> None:
+    #        total  time  gpus spot name
+    rows = [
+        (10.0, 2.0, 8, 0, 0),  # 4: slower
+        (10.0, 1.0, 8, 1, 1),  # 3: spot
+        (10.0, 1.0, 8, 0, 3),  # 2: on-demand, later name
+        (10.0, 1.0, 8, 0, 2),  # 1: on-demand, earlier name
+        (10.0, 1.0, 16, 0, 4),  # 5: more GPUs... after fewer GPUs at equal time
+        (9.0, 5.0, 16, 1, 5),  # 0: cheapest wins whatever else
+    ]
+    cands = _candidates(rows)
+    order = top_k(cands.total_usd, cands, k=6)
+    assert order == [5, 3, 2, 1, 4, 0]
+
+
+def test_top_k_is_independent_of_input_order() -> None:
+    rng = random.Random(7)
+    rows = [
+        (float(rng.randint(1, 4)), float(rng.randint(1, 3)), 8, rng.randint(0, 1), i)
+        for i in range(40)
+    ]
+    cands = _candidates(rows)
+    expected = [rows[i][4] for i in top_k(cands.total_usd, cands, k=10)]
+    shuffled = rows[:]
+    rng.shuffle(shuffled)
+    cands2 = _candidates(shuffled)
+    assert [shuffled[i][4] for i in top_k(cands2.total_usd, cands2, k=10)] == expected
+
+
+def test_recommend_pareto_has_no_dominated_point_and_marks_ranks() -> None:
+    # Three node counts on one clustered offer trade cost against time; a second, pricier
+    # offer is dominated at every node count.
+    arch = make_arch(7 * 10**9)
+    workload = TrainingWorkload(tokens=5e9, sequence_length=2048)
+    rng = random.Random(11)
+    offers = [
+        make_offer(network=INFINIBAND, price=round(rng.uniform(10, 40), 2), instance_type=f"i{i}")
+        for i in range(6)
+    ]
+    result = recommend(
+        arch, make_request(workload, max_nodes=4, top_k=3), offers, GPUS, {}, toy_estimate
+    )
+    front = [(p.total_usd, p.time_to_result_hours) for p in result.pareto]
+    assert front
+    everything = [
+        (r.cost.total_usd, r.performance.time_to_result_hours) for r in result.recommendations
+    ]
+    for point in front:
+        assert not any(dominates(q, point) for q in front + everything)  # type: ignore[arg-type]
+    assert result.pareto[0].rank == 1  # the cheapest is the total_cost winner
+
+
+def test_time_to_result_objective_prefers_more_nodes() -> None:
+    arch = make_arch(7 * 10**9)
+    workload = TrainingWorkload(tokens=5e9, sequence_length=2048)
+    offer = make_offer(network=INFINIBAND)
+    cheap = recommend(arch, make_request(workload, max_nodes=4), [offer], GPUS, {}, toy_estimate)
+    fast = recommend(
+        arch,
+        make_request(workload, max_nodes=4, objective="time_to_result"),
+        [offer],
+        GPUS,
+        {},
+        toy_estimate,
+    )
+    assert cheap.recommendations[0].nodes == 1
+    assert fast.recommendations[0].nodes == 4
+    assert (
+        fast.recommendations[0].performance.time_to_result_hours
+        < cheap.recommendations[0].performance.time_to_result_hours
+    )

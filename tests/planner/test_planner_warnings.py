@@ -1,0 +1,107 @@
+"""Warnings and the parts of the answer that are not rankings."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_advisor.core.offers import ProviderInfo
+from gpu_advisor.core.planner import recommend
+from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
+
+from .fixtures import GIB, GPUS, make_arch, make_offer, make_request, toy_estimate
+
+
+def test_few_vcpus_per_gpu_is_a_warning_not_a_rejection() -> None:
+    arch = make_arch(1 * 10**9, layers=16)
+    offer = make_offer("H100-SXM-80GB", 8, vcpus=16)  # 2 vCPUs per GPU
+    result = recommend(arch, make_request(TrainingWorkload()), [offer], GPUS, {}, toy_estimate)
+    [rec] = result.recommendations
+    [warning] = rec.warnings
+    assert warning.code == "few_vcpus"
+    assert warning.text == (
+        "16 vCPUs for 8 GPUs (2.0 per GPU): fewer than 4 per GPU can starve data loading "
+        "and tokenisation"
+    )
+
+
+def test_fp8_on_ampere_runs_emulated_with_a_warning() -> None:
+    arch = make_arch(7 * 10**9)
+    offer = make_offer("A100-SXM-80GB", 1)
+    result = recommend(
+        arch, make_request(InferenceWorkload(weight_dtype="fp8")), [offer], GPUS, {}, toy_estimate
+    )
+    [rec] = result.recommendations
+    assert [w.code for w in rec.warnings] == ["dtype_emulated"]
+    assert rec.warnings[0].text == (
+        "fp8 has no tensor-core path on A100-SXM-80GB: it runs through dequantising kernels "
+        "at the fp16 rate (312 TFLOPS)"
+    )
+
+
+def test_checkpoint_storage_is_priced_separately() -> None:
+    # Toy full fine-tuning on one GPU: checkpoint = weights 2 B + AdamW 12 B per parameter.
+    arch = make_arch(10**9, layers=16)
+    offer = make_offer("H100-SXM-80GB", 1)
+    info = {
+        "acme": ProviderInfo(
+            name="acme", billing_increment_seconds=1, storage_price_per_gb_month_usd=0.023
+        )
+    }
+    result = recommend(
+        arch, make_request(TrainingWorkload(tokens=1e9)), [offer], GPUS, info, toy_estimate
+    )
+    [rec] = result.recommendations
+    hours = rec.performance.time_to_result_hours
+    assert hours is not None
+    assert rec.cost.checkpoint_bytes == 14 * 10**9
+    assert rec.cost.checkpoint_storage_usd == pytest.approx(14 * 0.023 * hours / 730)
+    assert rec.cost.total_usd == pytest.approx(10.0 * hours, abs=10.0 / 3600)  # not included
+    assert any(r.code == "checkpoint_storage" for r in rec.rationale)
+
+
+def test_training_without_tokens_ranks_by_cost_per_token() -> None:
+    arch = make_arch(10**9, layers=16)
+    cheap = make_offer("H100-SXM-80GB", 1, price=2.0, instance_type="cheap")
+    dear = make_offer("H100-SXM-80GB", 1, price=3.0, instance_type="dear")
+    result = recommend(
+        arch, make_request(TrainingWorkload()), [dear, cheap], GPUS, {}, toy_estimate
+    )
+    first, _ = result.recommendations
+    assert first.offer.instance_type == "cheap"
+    assert first.cost.total_usd is None
+    assert first.performance.time_to_result_hours is None
+    per_million = first.cost.per_million_tokens_usd
+    assert per_million is not None
+    assert per_million == pytest.approx(2.0 / (first.performance.tokens_per_second * 3600) * 1e6)
+    assert result.pareto == []
+
+
+def test_insufficient_memory_everywhere_suggests_a_larger_gpu() -> None:
+    arch = make_arch(40 * 10**9)
+    workload = InferenceWorkload(concurrency=1, context_length=2048)
+    offers = [make_offer("L4-24GB", 1, interconnect="pcie"), make_offer("A100-PCIE-40GB", 1)]
+    result = recommend(arch, make_request(workload), offers, GPUS, {}, toy_estimate)
+    codes = {s.code: s for s in result.suggestions}
+    # 80e9 B of weights + 2,048 x 131,072 B of KV + 1 GiB = 80e9 + 1.25 GiB
+    need = 80 * 10**9 + 2048 * 131_072 + GIB
+    assert codes["larger_gpu"].data == {"need_bytes": need, "largest_exposed_bytes": 40 * GIB}
+    assert codes["larger_gpu"].text == (
+        "a GPU exposing at least 75.8 GiB: needs 75.8 GiB per GPU; the largest offered "
+        "exposes 40.0 GiB"
+    )
+
+
+def test_headroom_is_applied_and_can_be_suggested_away() -> None:
+    # 30e9 params: 60e9 B + 1 GiB + KV 0.25 GiB = 57.1 GiB <= 79.6 GiB; with 30 % headroom the
+    # usable memory is 0.7 x 79.6 = 55.7 GiB: rejected, and lowering the headroom is suggested.
+    arch = make_arch(30 * 10**9)
+    workload = InferenceWorkload(concurrency=1, context_length=2048)
+    offer = make_offer("H100-SXM-80GB", 1)
+    result = recommend(
+        arch, make_request(workload, min_headroom_fraction=0.3), [offer], GPUS, {}, toy_estimate
+    )
+    assert [g.code for g in result.rejected] == ["insufficient_memory"]
+    assert result.rejected[0].text == (
+        "needs 57.1 GiB per GPU; H100-SXM-80GB exposes 79.6 GiB (55.8 GiB usable after headroom)"
+    )
+    assert "lower_headroom" in [s.code for s in result.suggestions]
