@@ -51,7 +51,7 @@ ROUTER_TOKEN_BYTES = 4
 fp32 router probabilities)."""
 
 ROUTER_SLOT_BYTES = 41
-"""Per token and routed slot, the dispatch bookkeeping of transformers 5.17's MoE blocks: the
+"""Per token and routed slot, the dispatch bookkeeping of transformers 5.24's MoE blocks: the
 top-k index (int64, 8 B), the cloned fp32 weight (4 B), three int64 sort/scatter indices (24 B),
 a bool mask (1 B) and the fp32 routing weight applied to the expert output (4 B)."""
 

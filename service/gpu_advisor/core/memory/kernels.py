@@ -5,12 +5,12 @@ Two kinds of profile:
 * :data:`MEGATRON`: Korthikanti et al. 2022's accounting (fused LayerNorm/RMSNorm that keep only
   their input, fused activation functions, 16-bit softmax, dropout), what Megatron-LM / NeMo /
   TransformerEngine training stores. The published ``34 + 5as/h`` is this profile.
-* :data:`HF_KERNELS`: what Hugging Face transformers 5.17's eager PyTorch modeling code keeps,
+* :data:`HF_KERNELS`: what Hugging Face transformers 5.24's eager PyTorch modeling code keeps,
   per family. Each entry was established by recording the tensors saved for backward
   (``torch.autograd.graph.saved_tensors_hooks``, each storage counted once) on small configs of
   the family, and is checked by the measured harness (``tests/harness``).
 
-Sources for the HF behaviours (transformers 5.17 source):
+Sources for the HF behaviours (transformers 5.24 source):
 ``models/llama/modeling_llama.py`` ``LlamaRMSNorm`` (``hidden_states.to(torch.float32)``, then
 ``weight * hidden_states.to(input_dtype)``); ``models/gemma2/modeling_gemma2.py``
 ``Gemma2RMSNorm`` (normalises and scales in fp32), attention and final-logit soft-capping
@@ -148,7 +148,7 @@ HF_KERNELS: dict[str, Kernels] = {
         parallel_attention=True,
     ),
 }
-"""``Architecture.family`` -> what transformers 5.17 keeps for backward."""
+"""``Architecture.family`` -> what transformers 5.24 keeps for backward."""
 
 
 def kernels_for(family: str) -> Kernels:

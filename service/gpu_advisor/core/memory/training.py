@@ -161,7 +161,7 @@ def _stage(
     offload = workload.cpu_offload_optimizer
     routed_share = shard.routed / shard.total if shard.total else 0.0
 
-    if workload.method == "full":
+    if workload.method == "full" or adapters is None:
         params = _Split(dense=shard.non_routed, routed=shard.routed)
         weights = _Split(dense=params.dense * wb, routed=params.routed * wb)
         grads = _Split(dense=params.dense * gb, routed=params.routed * gb)
@@ -172,7 +172,6 @@ def _stage(
         frozen_weights = _Split(dense=0)
         details["weights.embedding_bytes"] = (shard.embedding + shard.lm_head) * wb
     else:
-        assert adapters is not None  # narrowed by the caller: LoRA methods always have adapters
         frozen_weights = _base_weights(arch, workload, shard)
         layer_share = shard.layers / total_layers if total_layers else 1.0
         tp = plan.tensor_parallel
@@ -353,5 +352,6 @@ def training_breakdown(
         )
         if best is None or result.total > best.total:
             best = result
-    assert best is not None  # pipeline_parallel >= 1 is validated
+    if best is None:  # pipeline_parallel >= 1 is validated before
+        raise ValueError("pipeline_parallel must be at least 1")
     return best.breakdown
