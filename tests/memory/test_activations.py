@@ -236,6 +236,9 @@ def test_megatron_profile_for_tp_plans_keeps_the_models_dropout():
     assert not activation_kernels(arch("meta-llama--Llama-3.1-8B"), tp2).dropout
     assert activation_kernels(arch("meta-llama--Llama-3.1-8B"), tp2).norm == "fused"
     assert activation_kernels(arch("meta-llama--Llama-3.1-8B"), ParallelPlan()).name == "hf-llama"
+    # a single-GPU plan flagged sequence_parallel (the API's PlanSpec default) stays HF
+    sp_only = ParallelPlan(sequence_parallel=True)
+    assert activation_kernels(arch("meta-llama--Llama-3.1-8B"), sp_only).name == "hf-llama"
 
 
 def test_lora_dropout_keeps_a_copy_of_each_adapter_input_and_norms_freeze():

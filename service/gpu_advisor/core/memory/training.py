@@ -19,7 +19,7 @@ Conventions (documented defaults):
 * Optimizer offload follows DeepSpeed's estimator (:func:`.model_states.offload_host_bytes`):
   the GPU keeps the 16-bit weights; gradients, master weights and optimizer state go to the host.
 * Activations use the family's Hugging Face kernel profile, or Korthikanti's fused profile when
-  the plan uses tensor/pipeline/sequence parallelism (Megatron-style frameworks).
+  the plan uses tensor or pipeline parallelism (Megatron-style frameworks).
 """
 
 from __future__ import annotations
@@ -79,10 +79,11 @@ def effective_sharding(workload: TrainingWorkload, plan: ParallelPlan) -> Shardi
 
 
 def activation_kernels(arch: Architecture, plan: ParallelPlan) -> Kernels:
-    """Korthikanti's fused profile for Megatron-style plans (TP/PP/SP), with dropout only for
+    """Korthikanti's fused profile for Megatron-style plans (TP/PP), with dropout only for
     families that train with it, else the family's Hugging Face profile."""
     family = kernels_for(arch.family)
-    if plan.tensor_parallel > 1 or plan.pipeline_parallel > 1 or plan.sequence_parallel:
+    # sequence parallel only exists next to tensor parallel; on its own it changes nothing
+    if plan.tensor_parallel > 1 or plan.pipeline_parallel > 1:
         # Megatron-style fused kernels; dropout only where the model trains with it
         return msgspec.structs.replace(MEGATRON, dropout=family.dropout)
     return family
