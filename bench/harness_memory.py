@@ -515,12 +515,8 @@ def _ours_saved(
 ) -> int:
     import msgspec
 
-    from gpu_advisor.core.memory.activations import (
-        FULL,
-        ActivationSetup,
-        layer_kinds,
-        stage_activations,
-    )
+    from gpu_advisor.core.memory.activation_stages import layer_kinds, stage_activations
+    from gpu_advisor.core.memory.activations import FULL, ActivationSetup
     from gpu_advisor.core.memory.kernels import kernels_for
     from gpu_advisor.core.memory.validate import total_stack_layers
 

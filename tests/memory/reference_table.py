@@ -324,7 +324,7 @@ def b03() -> Outcome:
         kernels=MEGATRON,
         recompute="full",
     )
-    from gpu_advisor.core.memory.activations import full_recompute_layer_bytes
+    from gpu_advisor.core.memory.activation_stages import full_recompute_layer_bytes
 
     return Outcome(
         48 * full_recompute_layer_bytes(1600, setup) / GB, "GB", note="layer inputs only"

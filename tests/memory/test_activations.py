@@ -9,6 +9,7 @@ import pytest
 from mem_data import GB, GIB, arch, arch_from, published_case
 
 from gpu_advisor.core.memory import estimate_memory
+from gpu_advisor.core.memory.activation_stages import loss_bytes, stage_activations
 from gpu_advisor.core.memory.activations import (
     ActivationSetup,
     LayerKind,
@@ -16,8 +17,6 @@ from gpu_advisor.core.memory.activations import (
     attention_score_bytes,
     korthikanti_layer_bytes,
     layer_activations,
-    loss_bytes,
-    stage_activations,
 )
 from gpu_advisor.core.memory.kernels import MEGATRON, kernels_for, norm_bytes_per_element
 from gpu_advisor.core.results import ParallelPlan

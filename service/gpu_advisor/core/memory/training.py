@@ -28,13 +28,12 @@ import msgspec
 from msgspec import Struct
 
 from gpu_advisor.core.architecture import Architecture
-from gpu_advisor.core.memory.activations import (
-    ActivationSetup,
+from gpu_advisor.core.memory.activation_stages import (
     StageActivations,
-    Trainable,
     layer_kinds,
     stage_activations,
 )
+from gpu_advisor.core.memory.activations import ActivationSetup, Trainable
 from gpu_advisor.core.memory.formats import NF4, elements_bytes
 from gpu_advisor.core.memory.kernels import MEGATRON, Kernels, kernels_for
 from gpu_advisor.core.memory.layout import ShardParams, shard_params, stage_ranges
