@@ -296,3 +296,21 @@ def test_t5_decoder_runs_on_the_target_length():
     assert short.details["activations.saved_bytes"] < long.details["activations.saved_bytes"] / 1.5
     # fp32 log-probabilities 4 + bf16 logits 2 + two fp32 gradients 8, x 4 target tokens x vocab
     assert short.details["activations.logits_buffer_bytes"] == (4 + 2 + 8) * 4 * 32128
+
+
+def test_fp32_adapters_on_a_16_bit_model_keep_an_input_copy_each():
+    """bf16-mixed LoRA (PEFT's fp32 adapters): lora_A of q_proj and of v_proj each keep their own
+    bf16 cast of the normalised input instead of sharing one; in pure bf16 they share it."""
+    a = arch("meta-llama--Llama-3.1-8B")
+
+    def saved(precision):
+        w = TrainingWorkload(
+            method="lora",
+            precision=precision,
+            lora_targets=["q_proj", "v_proj"],
+            sequence_length=512,
+        )
+        return estimate_memory(a, w, ParallelPlan()).details["activations.saved_bytes"]
+
+    # one extra h-wide bf16 copy per layer (two copies instead of one shared input)
+    assert saved("bf16-mixed") - saved("bf16") == 32 * 2 * 512 * 4096

@@ -69,6 +69,10 @@ class Trainable(Struct, frozen=True, kw_only=True):
         router: MoE routers train (their input is saved).
         lora_dropout: the adapters apply dropout to their input (PEFT ``lora_dropout`` > 0):
             ``lora_A`` then keeps the dropout output and a 1-byte mask instead of the input.
+        adapter_input_copies: each adapter keeps its own copy of its input in the compute
+            dtype: PEFT's fp32 adapters on a 16-bit model cast the input to fp32
+            (``_cast_input_dtype``) and autocast casts it back for the matmul, so ``lora_A``
+            keeps that cast instead of the shared block input (implied by ``lora_dropout``).
     """
 
     all_linear: bool
@@ -77,12 +81,17 @@ class Trainable(Struct, frozen=True, kw_only=True):
     head: bool = True
     router: bool = True
     lora_dropout: bool = False
+    adapter_input_copies: bool = False
+
+    @property
+    def copies_inputs(self) -> bool:
+        return self.lora_dropout or self.adapter_input_copies
 
     def trains(self, module: LinearModule) -> bool:
-        """The module's input is kept: it trains, or an adapter without dropout reads it."""
+        """The module's input is kept: it trains, or an adapter reads the shared input."""
         if self.all_linear:
             return True
-        return module.name in self.names and not self.lora_dropout
+        return module.name in self.names and not self.copies_inputs
 
 
 FULL = Trainable(all_linear=True)
@@ -400,12 +409,14 @@ def layer_activations(
                 adapter_tokens = tokens * (
                     arch.num_experts_per_token if m.expert == "routed" else 1
                 )
-                # lora_B keeps lora_A's rank-r output; with dropout lora_A keeps its own
-                # dropped-out copy of the input and the mask (one per targeted module)
+                # lora_B keeps lora_A's rank-r output; with dropout (or a dtype cast) lora_A
+                # keeps its own copy of the input, and the dropout its mask, per module
                 per_copy = m.copies_per_layer if m.expert != "routed" else 1
                 lora += eb * adapter_tokens * tr.lora_rank * per_copy
+                if tr.copies_inputs:
+                    lora += eb * adapter_tokens * m.in_features * per_copy
                 if tr.lora_dropout:
-                    lora += (eb + MASK_BYTES) * adapter_tokens * m.in_features * per_copy
+                    lora += MASK_BYTES * adapter_tokens * m.in_features * per_copy
         lora = sharded(lora)
 
     return LayerActivations(

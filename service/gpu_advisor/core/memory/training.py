@@ -296,6 +296,8 @@ def _activations(
             head=adapters.head > 0,
             router=False,
             lora_dropout=workload.lora_dropout > 0,
+            # fp32 adapters (PEFT's default) on a 16-bit model: each adapter casts its input
+            adapter_input_copies=workload.precision in ("bf16-mixed", "fp16-mixed"),
         )
     setup = ActivationSetup(
         sequence=workload.sequence_length,
