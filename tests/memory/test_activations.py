@@ -9,6 +9,7 @@ import pytest
 from mem_data import GB, GIB, arch, arch_from, published_case
 
 from gpu_advisor.core.memory import estimate_memory
+from gpu_advisor.core.memory.activation_stages import loss_bytes, stage_activations
 from gpu_advisor.core.memory.activations import (
     ActivationSetup,
     LayerKind,
@@ -16,8 +17,6 @@ from gpu_advisor.core.memory.activations import (
     attention_score_bytes,
     korthikanti_layer_bytes,
     layer_activations,
-    loss_bytes,
-    stage_activations,
 )
 from gpu_advisor.core.memory.kernels import MEGATRON, kernels_for, norm_bytes_per_element
 from gpu_advisor.core.results import ParallelPlan
@@ -236,3 +235,82 @@ def test_megatron_profile_for_tp_plans_keeps_the_models_dropout():
     assert not activation_kernels(arch("meta-llama--Llama-3.1-8B"), tp2).dropout
     assert activation_kernels(arch("meta-llama--Llama-3.1-8B"), tp2).norm == "fused"
     assert activation_kernels(arch("meta-llama--Llama-3.1-8B"), ParallelPlan()).name == "hf-llama"
+    # a single-GPU plan flagged sequence_parallel (the API's PlanSpec default) stays HF
+    sp_only = ParallelPlan(sequence_parallel=True)
+    assert activation_kernels(arch("meta-llama--Llama-3.1-8B"), sp_only).name == "hf-llama"
+
+
+def test_lora_dropout_keeps_a_copy_of_each_adapter_input_and_norms_freeze():
+    """With lora_dropout > 0 each adapter's lora_A keeps its own dropped-out input (B bytes) and
+    the 1-byte mask instead of sharing the block input; frozen RMSNorm weights keep only the
+    fp32 copy (4 B, not 4 + 2)."""
+    a = arch("meta-llama--Llama-3.1-8B")
+    base = {
+        "sequence": 512,
+        "batch": 1,
+        "act_bytes": 2,
+        "flash_attention": True,
+        "kernels": kernels_for("llama"),
+    }
+    names = frozenset({"q_proj", "v_proj"})
+    plain = layer_activations(
+        a,
+        ActivationSetup(
+            **base,
+            trainable=Trainable(
+                all_linear=False, names=names, lora_rank=16, head=False, router=False
+            ),
+        ),
+        LayerKind(),
+    )
+    dropped = layer_activations(
+        a,
+        ActivationSetup(
+            **base,
+            trainable=Trainable(
+                all_linear=False,
+                names=names,
+                lora_rank=16,
+                head=False,
+                router=False,
+                lora_dropout=True,
+            ),
+        ),
+        LayerKind(),
+    )
+    tokens = 512
+    assert plain.block_inputs == 2 * tokens * 4096  # q/v adapters share the normalised input
+    assert dropped.block_inputs == 0
+    assert dropped.lora - plain.lora == 2 * (2 + 1) * tokens * 4096  # q and v: copy + mask
+    assert plain.norms == 2 * 4 * tokens * 4096  # frozen norms: fp32 copies only
+
+
+def test_t5_decoder_runs_on_the_target_length():
+    """T5-base: 4 target tokens instead of 128 shrink the decoder layers and the loss; the
+    encoder layers are unchanged."""
+    a = arch("google-t5--t5-base")
+    long = estimate_memory(a, TrainingWorkload(sequence_length=128), ParallelPlan())
+    short = estimate_memory(
+        a, TrainingWorkload(sequence_length=128, target_sequence_length=4), ParallelPlan()
+    )
+    assert short.details["activations.saved_bytes"] < long.details["activations.saved_bytes"] / 1.5
+    # fp32 log-probabilities 4 + bf16 logits 2 + two fp32 gradients 8, x 4 target tokens x vocab
+    assert short.details["activations.logits_buffer_bytes"] == (4 + 2 + 8) * 4 * 32128
+
+
+def test_fp32_adapters_on_a_16_bit_model_keep_an_input_copy_each():
+    """bf16-mixed LoRA (PEFT's fp32 adapters): lora_A of q_proj and of v_proj each keep their own
+    bf16 cast of the normalised input instead of sharing one; in pure bf16 they share it."""
+    a = arch("meta-llama--Llama-3.1-8B")
+
+    def saved(precision):
+        w = TrainingWorkload(
+            method="lora",
+            precision=precision,
+            lora_targets=["q_proj", "v_proj"],
+            sequence_length=512,
+        )
+        return estimate_memory(a, w, ParallelPlan()).details["activations.saved_bytes"]
+
+    # one extra h-wide bf16 copy per layer (two copies instead of one shared input)
+    assert saved("bf16-mixed") - saved("bf16") == 32 * 2 * 512 * 4096

@@ -145,3 +145,17 @@ def test_t5_caches_cross_attention_over_the_encoder_output():
 def test_encoder_only_models_cache_nothing():
     a = arch("google-bert--bert-base-uncased")
     assert kv_cache_bytes(a, context_tokens=512, sequences=4, element_bytes=2) == 0
+
+
+def test_t5_serving_counts_self_and_cross_attention_caches():
+    """T5-base, generic engine, 2 sequences, context 512 of which 256 prompt tokens (the encoder
+    input): decoder self-attention holds 512 tokens, cross-attention the 256 encoder tokens;
+    12 decoder layers x 2 x 12 heads x 64 x 2 B each."""
+    a = arch("google-t5--t5-base")
+    b = estimate_memory(
+        a,
+        InferenceWorkload(engine="generic", context_length=512, prompt_tokens=256, concurrency=2),
+        ParallelPlan(),
+    )
+    per_layer_token = 2 * 12 * 64 * 2
+    assert b.kv_cache_bytes == 12 * per_layer_token * (512 + 256) * 2

@@ -3,8 +3,6 @@ up and reports the most loaded GPU."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from mem_data import GIB, arch
 
@@ -88,25 +86,29 @@ def test_most_loaded_pipeline_stage_is_reported():
     assert b.weights_bytes == 2 * (16 * linear + 128_256 * 4096 + other)
 
 
-def test_absurd_sizes_answer_fast():
+def test_absurd_sizes_are_answered():
+    """10^14 parameters, 10M-token contexts, a million sequences, 62 pipeline stages: the
+    arithmetic stays bounded by layers and stages (timings: bench/bench_memory.py)."""
     huge = generic_decoder(ModelSpec(parameters=1e14))
-    start = time.perf_counter()
-    estimate_memory(
+    train = estimate_memory(
         huge,
         TrainingWorkload(sequence_length=10_485_760, micro_batch_size=65_536),
         ParallelPlan(data_parallel=100_000, sharding="zero3"),
     )
-    estimate_memory(
+    assert train.total_bytes > 10**18  # exabytes of activations: an answer, not an overflow
+    serve = estimate_memory(
         huge,
         InferenceWorkload(context_length=10_485_760, concurrency=1_000_000),
         ParallelPlan(),
         capacity_bytes=192 * GIB,
     )
+    assert serve.kv_pool_bytes == 0  # the weights alone exceed the GPU
     a = arch("google--gemma-3-27b-it")
-    max_context_length(
-        a, InferenceWorkload(), ParallelPlan(pipeline_parallel=62), capacity_bytes=80 * GIB
+    plan = ParallelPlan(pipeline_parallel=62)
+    assert max_context_length(a, InferenceWorkload(), plan, capacity_bytes=80 * GIB) > 0
+    assert (
+        max_concurrency(
+            a, InferenceWorkload(context_length=10_485_760), ParallelPlan(), capacity_bytes=80 * GIB
+        )
+        == 0
     )
-    max_concurrency(
-        a, InferenceWorkload(context_length=10_485_760), ParallelPlan(), capacity_bytes=80 * GIB
-    )
-    assert time.perf_counter() - start < 1.0

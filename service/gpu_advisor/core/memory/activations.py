@@ -27,10 +27,9 @@ working set during its recomputation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Literal
 
-import msgspec
 from msgspec import Struct
 
 from gpu_advisor.core.architecture import Architecture, LinearModule
@@ -51,7 +50,7 @@ ROUTER_TOKEN_BYTES = 4
 fp32 router probabilities)."""
 
 ROUTER_SLOT_BYTES = 41
-"""Per token and routed slot, the dispatch bookkeeping of transformers 5.17's MoE blocks: the
+"""Per token and routed slot, the dispatch bookkeeping of transformers 5.24's MoE blocks: the
 top-k index (int64, 8 B), the cloned fp32 weight (4 B), three int64 sort/scatter indices (24 B),
 a bool mask (1 B) and the fp32 routing weight applied to the expert output (4 B)."""
 
@@ -70,6 +69,10 @@ class Trainable(Struct, frozen=True, kw_only=True):
         router: MoE routers train (their input is saved).
         lora_dropout: the adapters apply dropout to their input (PEFT ``lora_dropout`` > 0):
             ``lora_A`` then keeps the dropout output and a 1-byte mask instead of the input.
+        adapter_input_copies: each adapter keeps its own copy of its input in the compute
+            dtype: PEFT's fp32 adapters on a 16-bit model cast the input to fp32
+            (``_cast_input_dtype``) and autocast casts it back for the matmul, so ``lora_A``
+            keeps that cast instead of the shared block input (implied by ``lora_dropout``).
     """
 
     all_linear: bool
@@ -78,12 +81,17 @@ class Trainable(Struct, frozen=True, kw_only=True):
     head: bool = True
     router: bool = True
     lora_dropout: bool = False
+    adapter_input_copies: bool = False
+
+    @property
+    def copies_inputs(self) -> bool:
+        return self.lora_dropout or self.adapter_input_copies
 
     def trains(self, module: LinearModule) -> bool:
-        """The module's input is kept: it trains, or an adapter without dropout reads it."""
+        """The module's input is kept: it trains, or an adapter reads the shared input."""
         if self.all_linear:
             return True
-        return module.name in self.names and not self.lora_dropout
+        return module.name in self.names and not self.copies_inputs
 
 
 FULL = Trainable(all_linear=True)
@@ -283,7 +291,7 @@ def layer_activations(
     flash = setup.flash_attention
     no_scores = flash or setup.recompute == "selective"
     lse = LSE_BYTES * tokens * a if flash else 0
-    norm_b = norm_bytes_per_element(k.norm, eb)
+    norm_b = norm_bytes_per_element(k.norm, eb, trainable=tr.all_linear)
     norms = replicated(
         (k.norms_per_layer + (1 if kind.cross_attention else 0)) * norm_b * tokens * h
     )
@@ -384,6 +392,8 @@ def layer_activations(
             * _ffn_tensors(arch.gated_mlp, k.mlp_activation, down_trains)
         )
         ffn_input = trains_any(lambda m: not m.attention and not _is_down(m))
+        if k.parallel_attention and block_inputs:
+            ffn_input = False  # the FFN reads the attention's normalised input, kept once
     if ffn_input:
         block_inputs += replicated(eb * tokens * h)
 
@@ -399,12 +409,14 @@ def layer_activations(
                 adapter_tokens = tokens * (
                     arch.num_experts_per_token if m.expert == "routed" else 1
                 )
-                # lora_B keeps lora_A's rank-r output; with dropout lora_A keeps its own
-                # dropped-out copy of the input and the mask (one per targeted module)
+                # lora_B keeps lora_A's rank-r output; with dropout (or a dtype cast) lora_A
+                # keeps its own copy of the input, and the dropout its mask, per module
                 per_copy = m.copies_per_layer if m.expert != "routed" else 1
                 lora += eb * adapter_tokens * tr.lora_rank * per_copy
+                if tr.copies_inputs:
+                    lora += eb * adapter_tokens * m.in_features * per_copy
                 if tr.lora_dropout:
-                    lora += (eb + MASK_BYTES) * adapter_tokens * m.in_features * per_copy
+                    lora += MASK_BYTES * adapter_tokens * m.in_features * per_copy
         lora = sharded(lora)
 
     return LayerActivations(
@@ -439,171 +451,3 @@ def _shared_width(arch: Architecture, shared: list[LinearModule]) -> int:
         if _is_down(m):
             return m.in_features * m.copies_per_layer
     return (arch.moe_intermediate_size or arch.intermediate_size) * max(1, arch.num_shared_experts)
-
-
-def full_recompute_layer_bytes(hidden: int, setup: ActivationSetup) -> int:
-    """Full recomputation keeps each layer's input: B x s x b x h (Korthikanti: 2sbh in
-    16-bit), divided by t with sequence parallelism."""
-    value = setup.act_bytes * setup.sequence * setup.batch * hidden
-    t = setup.tensor_parallel
-    return _ceil_div(value, t) if setup.sequence_parallel and t > 1 else value
-
-
-def loss_bytes(
-    tokens: int, vocab: int, act_bytes: int, *, tensor_parallel: int = 1
-) -> tuple[int, int]:
-    """(saved, transient) bytes of the output logits and the cross-entropy loss.
-
-    Saved: the fp32 log-probabilities cross entropy keeps (transformers ``ForCausalLMLoss``
-    upcasts the logits with ``.float()``; Megatron's ``vocab_parallel_cross_entropy`` also
-    computes in fp32): 4 x tokens x vocab.
-    Transient at the start of backward: the logits (B bytes each, held by the model output), the
-    fp32 gradient of the log-probabilities and the fp32 gradient of the logits:
-    (B + 8) x tokens x vocab. Vocabulary-parallel over t.
-    """
-    v = _ceil_div(vocab, tensor_parallel)
-    return 4 * tokens * v, (act_bytes + 8) * tokens * v
-
-
-class StageActivations(Struct, frozen=True, kw_only=True):
-    """Activation bytes of one GPU (one pipeline stage) for one training step, by part.
-
-    Attributes:
-        layers: bytes all layers of the stage keep for ONE micro-batch.
-        embedding: embedding-side tensors (token ids, embedding dropout mask).
-        head: final norm and output-head input (last stage).
-        loss_saved: fp32 log-probabilities the loss keeps (and soft-capped logits).
-        logits_transient: logits and loss gradients alive at the start of backward.
-        recompute_working_set: one layer's full inventory while it is recomputed.
-        micro_batches_in_flight: micro-batches whose activations the stage holds.
-    """
-
-    layers: int
-    embedding: int
-    head: int
-    loss_saved: int
-    logits_transient: int
-    recompute_working_set: int
-    micro_batches_in_flight: int
-
-    @property
-    def saved(self) -> int:
-        """Bytes saved for backward across the micro-batches in flight (what
-        ``saved_tensors_hooks`` records)."""
-        return (self.layers + self.embedding + self.head + self.loss_saved) * (
-            self.micro_batches_in_flight
-        )
-
-    @property
-    def peak(self) -> int:
-        """Saved bytes plus the transient buffers alive at the peak of the step."""
-        return self.saved + self.logits_transient + self.recompute_working_set
-
-
-def stage_activations(
-    arch: Architecture,
-    setup: ActivationSetup,
-    *,
-    layers: Sequence[tuple[LayerKind, int]],
-    first_stage: bool,
-    last_stage: bool,
-    micro_batches_in_flight: int = 1,
-) -> StageActivations:
-    """Activations of one pipeline stage.
-
-    Args:
-        arch: architecture.
-        setup: activation inputs.
-        layers: (kind, count) of the layers on the stage.
-        first_stage: holds the embedding.
-        last_stage: holds the head and the loss.
-        micro_batches_in_flight: 1F1B keeps up to PP micro-batches on the first stage
-            (Narayanan et al. 2021, arXiv 2104.04473, section 2.2.1; Korthikanti section 4.2.3).
-    """
-    eb = setup.act_bytes
-    tokens = setup.sequence * setup.batch
-    encoder_decoder = arch.num_encoder_layers > 0 and not arch.encoder_only
-    target_tokens = tokens
-    if encoder_decoder and setup.decoder_sequence is not None:
-        target_tokens = setup.decoder_sequence * setup.batch
-    t = setup.tensor_parallel
-    sp = setup.sequence_parallel and t > 1
-    k = setup.kernels
-    per_mb = 0
-    working = 0
-    for kind, count in layers:
-        if count <= 0:
-            continue
-        layer = layer_activations(arch, setup, kind)
-        if setup.recompute == "full":
-            layer_setup = setup
-            if kind.cross_attention and setup.decoder_sequence is not None:
-                layer_setup = msgspec.structs.replace(setup, sequence=setup.decoder_sequence)
-            per_mb += count * full_recompute_layer_bytes(arch.hidden_size, layer_setup)
-            working = max(working, layer.total)
-        else:
-            per_mb += count * layer.total
-    embedding = 0
-    if first_stage:
-        embedding = TOKEN_ID_BYTES * tokens
-        if k.dropout:
-            embedding += (
-                _ceil_div(MASK_BYTES * tokens * arch.hidden_size, t)
-                if sp
-                else (MASK_BYTES * tokens * arch.hidden_size)
-            )
-        if encoder_decoder:
-            # the encoder output: every decoder layer's cross-attention K/V input
-            embedding += eb * tokens * arch.hidden_size
-    head = loss_saved = transient = 0
-    if last_stage and not arch.encoder_only:
-        head_in = norm_bytes_per_element(k.norm, eb) * target_tokens * arch.hidden_size
-        if setup.trainable.head:
-            head_in += eb * target_tokens * arch.hidden_size
-        head = _ceil_div(head_in, t) if sp else head_in
-        loss_saved, transient = loss_bytes(target_tokens, arch.vocab_size, eb, tensor_parallel=t)
-        if k.logit_softcap:
-            loss_saved += eb * target_tokens * _ceil_div(arch.vocab_size, t)
-    return StageActivations(
-        layers=per_mb,
-        embedding=embedding,
-        head=head,
-        loss_saved=loss_saved,
-        logits_transient=transient,
-        recompute_working_set=working,
-        micro_batches_in_flight=micro_batches_in_flight,
-    )
-
-
-def layer_kinds(
-    arch: Architecture, layer_range: tuple[int, int], sequence: int
-) -> list[tuple[LayerKind, int]]:
-    """Group the layers [start, end) of the stack (encoder layers first) by kind.
-
-    MoE layers are the last ``num_moe_layers`` decoder layers (dense-first layers, DeepSeek-V3
-    ``first_k_dense_replace``); a layer is ``windowed`` when its sliding window is shorter than
-    the sequence.
-    """
-    if arch.encoder_only:
-        enc, dec = arch.num_layers, 0
-    else:
-        enc, dec = arch.num_encoder_layers, arch.num_layers
-    first_moe = dec - (arch.num_moe_layers if arch.is_moe else 0)
-    if arch.is_moe and arch.num_moe_layers == 0:
-        first_moe = 0
-    windows = arch.layer_windows
-    counts: dict[LayerKind, int] = {}
-    for index in range(layer_range[0], layer_range[1]):
-        if index < enc:
-            kind = LayerKind(stack="encoder")
-        else:
-            j = index - enc
-            window = windows[j % len(windows)] if windows else None
-            kind = LayerKind(
-                stack="decoder",
-                moe=arch.is_moe and j >= first_moe,
-                cross_attention=enc > 0,
-                windowed=window is not None and window < sequence,
-            )
-        counts[kind] = counts.get(kind, 0) + 1
-    return list(counts.items())

@@ -70,7 +70,7 @@ def estimate_memory(
             min(8, GPUs of the plan).
         overhead: CUDA-context and fragmentation parameters (lazy CUDA module loading default).
         kernels: activation kernel profile override (default: the family's Hugging Face
-            profile, Korthikanti's fused profile for TP/PP/SP plans).
+            profile, Korthikanti's fused profile for TP/PP plans).
 
     Returns:
         :class:`MemoryBreakdown`; ``total_bytes`` is the requirement, never a reservation.

@@ -37,7 +37,11 @@ from gpu_advisor.core.memory.formats import (
     elements_bytes,
     weight_format,
 )
-from gpu_advisor.core.memory.kv_cache import kv_cache_bytes, kv_cache_bytes_per_token
+from gpu_advisor.core.memory.kv_cache import (
+    cross_attention_kv_bytes,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+)
 from gpu_advisor.core.memory.layout import ShardParams, shard_params, stage_ranges
 from gpu_advisor.core.memory.overhead import OverheadModel, runtime_overhead_bytes
 from gpu_advisor.core.memory.validate import total_stack_layers
@@ -204,6 +208,14 @@ def stage_breakdown(
         element_bytes=kv_b,
         tensor_parallel=plan.tensor_parallel,
         layer_range=dec_range,
+    )
+    kv += cross_attention_kv_bytes(
+        arch,
+        encoder_tokens=prompt_tokens(workload),
+        sequences=workload.concurrency,
+        element_bytes=kv_b,
+        tensor_parallel=plan.tensor_parallel,
+        layers=dec_range[1] - dec_range[0],
     )
     last = stage == plan.pipeline_parallel - 1
     eng = _engine(

@@ -5,12 +5,12 @@ Two kinds of profile:
 * :data:`MEGATRON`: Korthikanti et al. 2022's accounting (fused LayerNorm/RMSNorm that keep only
   their input, fused activation functions, 16-bit softmax, dropout), what Megatron-LM / NeMo /
   TransformerEngine training stores. The published ``34 + 5as/h`` is this profile.
-* :data:`HF_KERNELS`: what Hugging Face transformers 5.17's eager PyTorch modeling code keeps,
+* :data:`HF_KERNELS`: what Hugging Face transformers 5.24's eager PyTorch modeling code keeps,
   per family. Each entry was established by recording the tensors saved for backward
   (``torch.autograd.graph.saved_tensors_hooks``, each storage counted once) on small configs of
   the family, and is checked by the measured harness (``tests/harness``).
 
-Sources for the HF behaviours (transformers 5.17 source):
+Sources for the HF behaviours (transformers 5.24 source):
 ``models/llama/modeling_llama.py`` ``LlamaRMSNorm`` (``hidden_states.to(torch.float32)``, then
 ``weight * hidden_states.to(input_dtype)``); ``models/gemma2/modeling_gemma2.py``
 ``Gemma2RMSNorm`` (normalises and scales in fp32), attention and final-logit soft-capping
@@ -59,6 +59,9 @@ class Kernels(Struct, frozen=True, kw_only=True):
             than the sequence) SDPA gets K/V repeated to every head and keeps the mask.
         router_fp32_input: the MoE router runs on an fp32 copy of the hidden state
             (DeepSeek-V3).
+        parallel_attention: attention and FFN read the same normalised input (Falcon-7B's
+            ``parallel_attn``), which is kept once.
+        embedding_norm: a LayerNorm right after the embeddings (BERT), which keeps its input.
     """
 
     name: str
@@ -74,6 +77,8 @@ class Kernels(Struct, frozen=True, kw_only=True):
     fused_qkv_query_view: bool = False
     sdpa_mask_repeats_kv: bool = False
     router_fp32_input: bool = False
+    parallel_attention: bool = False
+    embedding_norm: bool = False
 
 
 MEGATRON = Kernels(name="megatron", norm="fused", eager_softmax_fp32=False, dropout=True)
@@ -125,11 +130,25 @@ HF_KERNELS: dict[str, Kernels] = {
         fused_qkv_query_view=True,
     ),
     "opt": Kernels(name="hf-opt", norm="layernorm", mlp_activation="relu", dropout=True),
-    "bert": Kernels(name="hf-bert", norm="layernorm", eager_softmax_fp32=False, dropout=True),
-    "t5": Kernels(name="hf-t5", norm="rms_t5", mlp_activation="relu", dropout=True),
-    "falcon": Kernels(name="hf-falcon", norm="layernorm", norms_per_layer=1),
+    "bert": Kernels(
+        name="hf-bert",
+        norm="layernorm",
+        eager_softmax_fp32=False,
+        dropout=True,
+        embedding_norm=True,
+    ),
+    "t5": Kernels(
+        name="hf-t5", norm="rms_t5", mlp_activation="relu", eager_softmax_fp32=False, dropout=True
+    ),
+    "falcon": Kernels(
+        name="hf-falcon",
+        norm="layernorm",
+        norms_per_layer=1,
+        eager_softmax_fp32=False,
+        parallel_attention=True,
+    ),
 }
-"""``Architecture.family`` -> what transformers 5.17 keeps for backward."""
+"""``Architecture.family`` -> what transformers 5.24 keeps for backward."""
 
 
 def kernels_for(family: str) -> Kernels:
@@ -137,18 +156,24 @@ def kernels_for(family: str) -> Kernels:
     return HF_KERNELS.get(family, _HF_LLAMA)
 
 
-def norm_bytes_per_element(kind: NormKind, act_bytes: int) -> int:
+def norm_bytes_per_element(kind: NormKind, act_bytes: int, *, trainable: bool = True) -> int:
     """Bytes one norm keeps per normalised element (see :class:`Kernels`).
 
+    A frozen norm weight (LoRA) needs no copy of the normalised tensor for its own gradient, so
+    the Python RMSNorms keep only what the input gradient needs.
+
     Example: Llama's RMSNorm in bf16 keeps an fp32 copy (4 B) and the normalised bf16 tensor
-    (2 B): 6 bytes per element; a fused or native LayerNorm keeps its 2-byte input.
+    (2 B): 6 bytes per element (4 when frozen); a fused or native LayerNorm keeps its 2-byte
+    input.
     """
     match kind:
         case "fused" | "layernorm":
             return act_bytes
         case "rms_upcast":
-            return 4 + act_bytes
+            return 4 + act_bytes if trainable else 4
         case "rms_fp32":
-            return 8
+            return 8 if trainable else 4
         case "rms_t5":
-            return 4 + 2 * act_bytes if act_bytes != 4 else 8
+            if act_bytes == 4:
+                return 8 if trainable else 4
+            return 4 + 2 * act_bytes if trainable else 4 + act_bytes

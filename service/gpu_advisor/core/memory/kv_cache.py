@@ -69,7 +69,11 @@ def _windows(arch: Architecture, layers: int) -> tuple[int | None, ...]:
 def per_layer_token_bytes(
     arch: Architecture, *, element_bytes: int, tensor_parallel: int = 1
 ) -> int:
-    """Bytes per token of ONE decoder layer on one GPU (all layers of a model are alike)."""
+    """Bytes per token of ONE decoder layer on one GPU (all layers of a model are alike).
+
+    MLA caches its latent in vLLM, SGLang and transformers (5.24 ``DeepseekV3Attention`` caches
+    ``compressed_kv`` and ``k_pe``; checked by the measured harness).
+    """
     if arch.mla is not None:
         return mla_bytes_per_token_per_layer(
             arch.mla.kv_lora_rank, arch.mla.qk_rope_head_dim, element_bytes
@@ -80,7 +84,11 @@ def per_layer_token_bytes(
 
 
 def kv_cache_bytes_per_token(
-    arch: Architecture, *, element_bytes: int, tensor_parallel: int = 1, layers: int | None = None
+    arch: Architecture,
+    *,
+    element_bytes: int,
+    tensor_parallel: int = 1,
+    layers: int | None = None,
 ) -> int:
     """KV bytes one token adds across ``layers`` decoder layers (all by default), on one GPU.
 
@@ -137,6 +145,7 @@ def cross_attention_kv_bytes(
     sequences: int,
     element_bytes: int,
     tensor_parallel: int = 1,
+    layers: int | None = None,
 ) -> int:
     """Encoder-decoder models also cache each decoder layer's cross-attention K/V of the encoder
     output: ``layers x 2 x kv_heads x head_dim x B x encoder_tokens`` (transformers
@@ -144,7 +153,7 @@ def cross_attention_kv_bytes(
     if arch.num_encoder_layers == 0 or arch.encoder_only:
         return 0
     return (
-        arch.num_layers
+        (arch.num_layers if layers is None else layers)
         * kv_bytes_per_token_per_layer(
             kv_heads_per_gpu(arch.num_kv_heads, tensor_parallel), arch.head_dim, element_bytes
         )

@@ -19,7 +19,7 @@ Conventions (documented defaults):
 * Optimizer offload follows DeepSpeed's estimator (:func:`.model_states.offload_host_bytes`):
   the GPU keeps the 16-bit weights; gradients, master weights and optimizer state go to the host.
 * Activations use the family's Hugging Face kernel profile, or Korthikanti's fused profile when
-  the plan uses tensor/pipeline/sequence parallelism (Megatron-style frameworks).
+  the plan uses tensor or pipeline parallelism (Megatron-style frameworks).
 """
 
 from __future__ import annotations
@@ -28,13 +28,12 @@ import msgspec
 from msgspec import Struct
 
 from gpu_advisor.core.architecture import Architecture
-from gpu_advisor.core.memory.activations import (
-    ActivationSetup,
+from gpu_advisor.core.memory.activation_stages import (
     StageActivations,
-    Trainable,
     layer_kinds,
     stage_activations,
 )
+from gpu_advisor.core.memory.activations import ActivationSetup, Trainable
 from gpu_advisor.core.memory.formats import NF4, elements_bytes
 from gpu_advisor.core.memory.kernels import MEGATRON, Kernels, kernels_for
 from gpu_advisor.core.memory.layout import ShardParams, shard_params, stage_ranges
@@ -79,10 +78,11 @@ def effective_sharding(workload: TrainingWorkload, plan: ParallelPlan) -> Shardi
 
 
 def activation_kernels(arch: Architecture, plan: ParallelPlan) -> Kernels:
-    """Korthikanti's fused profile for Megatron-style plans (TP/PP/SP), with dropout only for
+    """Korthikanti's fused profile for Megatron-style plans (TP/PP), with dropout only for
     families that train with it, else the family's Hugging Face profile."""
     family = kernels_for(arch.family)
-    if plan.tensor_parallel > 1 or plan.pipeline_parallel > 1 or plan.sequence_parallel:
+    # sequence parallel only exists next to tensor parallel; on its own it changes nothing
+    if plan.tensor_parallel > 1 or plan.pipeline_parallel > 1:
         # Megatron-style fused kernels; dropout only where the model trains with it
         return msgspec.structs.replace(MEGATRON, dropout=family.dropout)
     return family
@@ -161,7 +161,7 @@ def _stage(
     offload = workload.cpu_offload_optimizer
     routed_share = shard.routed / shard.total if shard.total else 0.0
 
-    if workload.method == "full":
+    if workload.method == "full" or adapters is None:
         params = _Split(dense=shard.non_routed, routed=shard.routed)
         weights = _Split(dense=params.dense * wb, routed=params.routed * wb)
         grads = _Split(dense=params.dense * gb, routed=params.routed * gb)
@@ -172,7 +172,6 @@ def _stage(
         frozen_weights = _Split(dense=0)
         details["weights.embedding_bytes"] = (shard.embedding + shard.lm_head) * wb
     else:
-        assert adapters is not None  # narrowed by the caller: LoRA methods always have adapters
         frozen_weights = _base_weights(arch, workload, shard)
         layer_share = shard.layers / total_layers if total_layers else 1.0
         tp = plan.tensor_parallel
@@ -297,6 +296,8 @@ def _activations(
             head=adapters.head > 0,
             router=False,
             lora_dropout=workload.lora_dropout > 0,
+            # fp32 adapters (PEFT's default) on a 16-bit model: each adapter casts its input
+            adapter_input_copies=workload.precision in ("bf16-mixed", "fp16-mixed"),
         )
     setup = ActivationSetup(
         sequence=workload.sequence_length,
@@ -353,5 +354,6 @@ def training_breakdown(
         )
         if best is None or result.total > best.total:
             best = result
-    assert best is not None  # pipeline_parallel >= 1 is validated
+    if best is None:  # pipeline_parallel >= 1 is validated before
+        raise ValueError("pipeline_parallel must be at least 1")
     return best.breakdown
