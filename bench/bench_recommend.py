@@ -22,12 +22,12 @@ import typer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
 
-from gpu_advisor.core.architecture import Architecture, ParameterCounts  # noqa: E402
-from gpu_advisor.core.gpus import GpuSpec  # noqa: E402
-from gpu_advisor.core.offers import Network, Offer, ProviderInfo  # noqa: E402
-from gpu_advisor.core.planner import build_offer_index, recommend  # noqa: E402
-from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan  # noqa: E402
-from gpu_advisor.core.spec import (  # noqa: E402
+from gpu_advisor.core.architecture import Architecture, ParameterCounts
+from gpu_advisor.core.gpus import GpuSpec
+from gpu_advisor.core.offers import Network, Offer, ProviderInfo
+from gpu_advisor.core.planner import build_offer_index, recommend
+from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
+from gpu_advisor.core.spec import (
     Constraints,
     InferenceWorkload,
     ModelSpec,

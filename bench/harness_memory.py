@@ -62,15 +62,11 @@ WINDOW = 48  # sliding windows of the small configs (shorter than both the train
 
 
 def shared_dir() -> Path:
+    """The vendored ``shared/`` copy (tests/fixtures/shared); ``GPU_ADVISOR_SHARED`` wins."""
     import os
 
     override = os.environ.get("GPU_ADVISOR_SHARED")
-    if override:
-        return Path(override)
-    for parent in REPO_ROOT.parents:
-        if (parent / "shared" / "data" / "hf-configs").is_dir():
-            return parent / "shared"
-    raise FileNotFoundError("shared/data/hf-configs not found; set GPU_ADVISOR_SHARED")
+    return Path(override) if override else REPO_ROOT / "tests" / "fixtures" / "shared"
 
 
 def real_config(stem: str) -> dict[str, Any]:

@@ -15,7 +15,8 @@ import msgspec
 from gpu_advisor.catalog.service import CatalogService, CatalogSnapshot
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.errors import UnknownGpuError
-from gpu_advisor.core.gpus import GpuCatalog, resolve_gpu
+from gpu_advisor.core.estimate import EstimateResponse, estimate
+from gpu_advisor.core.gpus import GpuCatalog, GpuSpec, resolve_gpu
 from gpu_advisor.core.memory import estimate_memory
 from gpu_advisor.core.models import resolve_model
 from gpu_advisor.core.offers import ProviderInfo
@@ -26,7 +27,7 @@ from gpu_advisor.core.results import (
     RecommendationResponse,
     SourceFreshness,
 )
-from gpu_advisor.core.spec import Constraints, RecommendationRequest
+from gpu_advisor.core.spec import Constraints, EstimateRequest, RecommendationRequest
 
 
 def model_summary(arch: Architecture) -> ModelSummary:
@@ -60,6 +61,20 @@ def catalog_info(snapshot: CatalogSnapshot) -> CatalogInfo:
     )
 
 
+def resolve_gpu_name(gpus: GpuCatalog, name: str, field: str) -> GpuSpec:
+    """An alias (``"H100"``, ``"a100-80gb"``) -> its spec; an unknown name is a 422.
+
+    Raises:
+        UnknownGpuError: naming ``field`` (GET /v1/gpus lists the known GPUs).
+    """
+    spec = resolve_gpu(gpus, name)
+    if spec is None:
+        raise UnknownGpuError(
+            f"unknown GPU {name!r}; GET /v1/gpus lists the GPU ids and aliases", field=field
+        )
+    return spec
+
+
 def resolve_gpu_names(gpus: GpuCatalog, names: list[str] | None, field: str) -> list[str] | None:
     """Aliases (``"H100"``, ``"a100-80gb"``) -> canonical ids; an unknown name is a 422.
 
@@ -68,16 +83,7 @@ def resolve_gpu_names(gpus: GpuCatalog, names: list[str] | None, field: str) -> 
     """
     if names is None:
         return None
-    resolved: list[str] = []
-    for i, name in enumerate(names):
-        spec = resolve_gpu(gpus, name)
-        if spec is None:
-            raise UnknownGpuError(
-                f"unknown GPU {name!r}; GET /v1/gpus lists the GPU ids and aliases",
-                field=f"{field}.{i}",
-            )
-        resolved.append(spec.id)
-    return resolved
+    return [resolve_gpu_name(gpus, name, f"{field}.{i}").id for i, name in enumerate(names)]
 
 
 class Advisor:
@@ -140,3 +146,17 @@ class Advisor:
             suggestions=result.suggestions,
             candidates_considered=result.candidates_considered,
         )
+
+    async def estimate(self, request: EstimateRequest) -> EstimateResponse:
+        """POST /v1/estimate: the per-GPU breakdown, fit, speed and GPU counts of a workload.
+
+        Raises:
+            InvalidSpecError: the model, workload, hardware or plan cannot be answered (422).
+        """
+        arch = resolve_model(request.model)
+        gpu = (
+            resolve_gpu_name(self.gpus, request.hardware.gpu, "hardware.gpu")
+            if request.hardware is not None
+            else None
+        )
+        return estimate(arch, request, self.gpus, gpu, model_summary(arch))

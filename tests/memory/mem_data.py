@@ -12,6 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from tests.shared_data import SHARED_DIR
+
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.models import parse_hf_config
 
@@ -23,15 +25,9 @@ GB = 10**9
 
 @cache
 def shared_dir() -> Path:
-    """``shared/`` beside the repository (or above a worktree); ``GPU_ADVISOR_SHARED`` wins."""
+    """The vendored ``shared/`` copy (tests/fixtures/shared); ``GPU_ADVISOR_SHARED`` wins."""
     override = os.environ.get("GPU_ADVISOR_SHARED")
-    if override:
-        return Path(override)
-    for parent in REPO_ROOT.parents:
-        candidate = parent / "shared"
-        if (candidate / "reference-cases").is_dir():
-            return candidate
-    raise FileNotFoundError(f"no shared/reference-cases above {REPO_ROOT}")
+    return Path(override) if override else SHARED_DIR
 
 
 def config(stem: str, **overrides: Any) -> dict[str, Any]:

@@ -300,9 +300,7 @@ def estimate(
                 sharding="zero3" if not isinstance(workload, InferenceWorkload) else "none",
             )
             memory = estimate_memory(arch, workload, plan, capacity_bytes=capacity)
-            notes = [
-                Reason(code=g.code, data=g.data, text=g.text) for g in result.rejected[:3]
-            ]
+            notes = [Reason(code=g.code, data=g.data, text=g.text) for g in result.rejected[:3]]
     fits = memory.total_bytes <= capacity
     context: int | None = None
     concurrency: int | None = None

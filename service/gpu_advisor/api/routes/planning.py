@@ -10,8 +10,9 @@ from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK
 
 from gpu_advisor.advisor import Advisor
+from gpu_advisor.core.estimate import EstimateResponse
 from gpu_advisor.core.results import RecommendationResponse
-from gpu_advisor.core.spec import RecommendationRequest
+from gpu_advisor.core.spec import EstimateRequest, RecommendationRequest
 from gpu_advisor.metrics import Metrics
 
 
@@ -32,4 +33,23 @@ async def recommendations(
         return await advisor.recommend(data)
 
 
-PLANNING_ROUTES = [recommendations]
+@post(
+    "/v1/estimate",
+    status_code=HTTP_200_OK,
+    tags=["planning"],
+    summary="Memory and speed of a workload, per GPU",
+)
+async def estimate(
+    data: JSONBody[EstimateRequest],
+    advisor: NamedDependency[Advisor],
+    metrics: NamedDependency[Metrics],
+) -> EstimateResponse:
+    """The per-GPU memory breakdown (weights, gradients, optimizer, activations, KV cache,
+    overhead). Without ``hardware``: on one GPU (or the given plan) plus the smallest feasible
+    GPU count per GPU type. With ``hardware``: on that GPU x count x nodes, whether it fits,
+    the plan, the speed and, for inference, the longest context and the largest concurrency."""
+    with metrics.time_compute("estimate"):
+        return await advisor.estimate(data)
+
+
+PLANNING_ROUTES = [recommendations, estimate]
