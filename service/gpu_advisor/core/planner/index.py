@@ -66,7 +66,7 @@ def _frozen(array: _A) -> _A:
     return array
 
 
-class OfferIndex:
+class RecommendationIndex:
     """Offers as columns; every array has one entry per offer, in ``offers`` order.
 
     Attributes:
@@ -190,6 +190,6 @@ class OfferIndex:
         return len(self.offers)
 
 
-def build_offer_index(offers: Sequence[Offer]) -> OfferIndex:
+def build_recommendation_index(offers: Sequence[Offer]) -> RecommendationIndex:
     """Index ``offers`` (pure; O(n log n)). Build once per catalog version and reuse."""
-    return OfferIndex(offers)
+    return RecommendationIndex(offers)

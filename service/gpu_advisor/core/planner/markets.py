@@ -1,9 +1,10 @@
 """Price offers in one market (on-demand or spot), vectorised over pricing classes.
 
 Offers of one pricing class (same planning group, provider and billing rule --
-:attr:`~gpu_advisor.core.planner.index.OfferIndex.class_of`) differ only in price, and every
-cost is the price times a coefficient of the plan option: total = price x billed hours x
-nodes, deployment price = price x nodes, cost per million tokens = price x a rate term. So:
+:attr:`~gpu_advisor.core.planner.index.RecommendationIndex.class_of`) differ only in price,
+and every cost is the price times a coefficient of the plan option: total = price x billed
+hours x nodes, deployment price = price x nodes, cost per million tokens = price x a rate
+term. So:
 
 1. per class and option (a small ``(classes, options)`` table): expected duration (spot: with
    interruptions), billed hours, cost coefficients, the deadline check, and the options'

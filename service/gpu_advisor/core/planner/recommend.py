@@ -33,7 +33,7 @@ from gpu_advisor.core.planner.hardware import (
     missing_path_requirement,
     training_compute_dtype,
 )
-from gpu_advisor.core.planner.index import OfferIndex, build_offer_index
+from gpu_advisor.core.planner.index import RecommendationIndex, build_recommendation_index
 from gpu_advisor.core.planner.markets import (
     MarketResult,
     OptionTable,
@@ -85,7 +85,7 @@ class RecommendationResult(Struct, frozen=True, kw_only=True):
 def recommend(
     arch: Architecture,
     request: RecommendationRequest,
-    offers: Sequence[Offer] | OfferIndex,
+    offers: Sequence[Offer] | RecommendationIndex,
     gpus: Mapping[str, GpuSpec],
     providers: Mapping[str, ProviderInfo],
     estimate: MemoryEstimator,
@@ -96,8 +96,8 @@ def recommend(
         arch: the resolved model.
         request: workload, constraints (``gpu_types`` already resolved to canonical ids by the
             caller), objective and ``top_k``.
-        offers: the catalog, or its :class:`OfferIndex` (build once per catalog version for
-            speed: :func:`build_offer_index`).
+        offers: the catalog, or its :class:`RecommendationIndex` (build once per catalog version for
+            speed: :func:`build_recommendation_index`).
         gpus: GPU table by canonical id; offers on other GPUs are rejected ``unknown_gpu``.
         providers: billing and spot facts by provider id.
         estimate: the memory estimator (``gpu_advisor.core.memory.estimate_memory``).
@@ -106,7 +106,9 @@ def recommend(
         The ranked recommendations, grouped rejections, Pareto set and suggestions. Pure and
         deterministic: the same inputs give the same result.
     """
-    index = offers if isinstance(offers, OfferIndex) else build_offer_index(offers)
+    index = (
+        offers if isinstance(offers, RecommendationIndex) else build_recommendation_index(offers)
+    )
     evaluation = Evaluation(arch, request, index, gpus, providers, estimate)
     return evaluation.run()
 
@@ -118,7 +120,7 @@ class Evaluation:
         self,
         arch: Architecture,
         request: RecommendationRequest,
-        index: OfferIndex,
+        index: RecommendationIndex,
         gpus: Mapping[str, GpuSpec],
         providers: Mapping[str, ProviderInfo],
         estimate: MemoryEstimator,
@@ -215,6 +217,12 @@ class Evaluation:
         if self.serving_planner is not None:
             return self.serving_planner.plan(ctx)
         raise AssertionError("a planner exists for every workload kind")  # pragma: no cover
+
+    def visible_groups(self) -> NDArray[np.intp]:
+        """Groups with at least one offer that passes the gpu/provider/region filters."""
+        index = self.index
+        counts = np.bincount(index.group_of[self.filter_code == 0], minlength=len(index.groups))
+        return np.flatnonzero(counts)
 
     def _plan(self, groups: NDArray[np.intp]) -> None:
         for g in groups.tolist():
@@ -394,7 +402,7 @@ class Evaluation:
 
     def run(self) -> RecommendationResult:
         index = self.index
-        wanted = np.unique(index.group_of[self.filter_code == 0])
+        wanted = self.visible_groups()
         self._plan(wanted)
         outcome = self._outcome(all_markets=False)
         candidates, _ = self._candidates(outcome)

@@ -365,12 +365,17 @@ def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     primary = ev.markets()[0]
     market = outcome.results.get(primary)
+    structural = _structural_reasons(ev)
     groups: list[RejectedGroup] = []
     for key, start, count in zip(keys.tolist(), starts.tolist(), counts.tolist(), strict=True):
         code = REJECTION_CODES[key // n_gpus - 1]
         gpu = index.gpus[key % n_gpus]
         members = rejected[start : start + count]
-        data = _rejection_data(ev, outcome, market, code, gpu, members)
+        if code in _STRUCTURAL:
+            reasons = structural.get((code, gpu))
+            data = dict(min(reasons, key=_nearest).data) if reasons else {"gpu": gpu}
+        else:
+            data = _rejection_data(ev, outcome, market, code, gpu, members)
         reason = Reason(code=code, data=data)
         groups.append(
             RejectedGroup(
@@ -389,6 +394,15 @@ def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
 def _least(market: MarketResult, name: str, outcome: Outcome, members: NDArray[np.intp]) -> float:
     positions = np.searchsorted(outcome.priced, members)
     return float(np.min(market.minimum(name, positions)))
+
+
+def _structural_reasons(ev: Evaluation) -> dict[tuple[str, str], list[Reason]]:
+    """Group-level rejections of the planned groups, by (code, GPU)."""
+    found: dict[tuple[str, str], list[Reason]] = {}
+    for key, verdict in zip(ev.index.groups, ev.verdicts, strict=True):
+        if verdict is not None and verdict.rejection is not None:
+            found.setdefault((verdict.rejection.code, key.gpu), []).append(verdict.rejection)
+    return found
 
 
 def _nearest(reason: Reason) -> float:
@@ -415,25 +429,16 @@ def _rejection_data(
     members: NDArray[np.intp],
 ) -> dict[str, Any]:
     index, constraints = ev.index, ev.request.constraints
-    if code in _STRUCTURAL:
-        present = np.zeros(len(index.groups), dtype=bool)
-        present[index.group_of[members]] = True
-        reasons = [
-            verdict.rejection
-            for g in np.flatnonzero(present).tolist()
-            if (verdict := ev.verdicts[g]) is not None and verdict.rejection is not None
-        ]
-        if reasons:
-            return dict(min(reasons, key=_nearest).data)
-        return {"gpu": gpu}
     match code:
         case "gpu_excluded":
             return {"gpu": gpu}
         case "provider_excluded":
-            names = [index.providers[c] for c in np.unique(index.provider_code[members]).tolist()]
+            codes = np.flatnonzero(np.bincount(index.provider_code[members]))
+            names = [index.providers[c] for c in codes.tolist()]
             return {"provider": ", ".join(names[:5]), "gpu": gpu}
         case "region_excluded":
-            names = [index.regions[c] for c in np.unique(index.region_code[members]).tolist()]
+            codes = np.flatnonzero(np.bincount(index.region_code[members]))
+            names = [index.regions[c] for c in codes.tolist()]
             return {"region": ", ".join(names[:5]), "gpu": gpu}
         case "over_max_price" if market is not None:
             return {
@@ -545,7 +550,7 @@ def _relax_numbers(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
 
 def _relax_structure(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
     index = ev.index
-    visible = np.unique(index.group_of[ev.filter_code == 0]).tolist()
+    visible = ev.visible_groups().tolist()
     reasons = [
         (g, v.rejection)
         for g in visible

@@ -162,6 +162,7 @@ class SearchSpace:
         self.arch = arch
         self.constraints = constraints
         self.memory = memory
+        self._tensor_degrees: dict[tuple[int, int], list[int]] = {}
 
     def context(
         self, key: GroupKey, gpu: GpuSpec, compute: ComputePath, mfu_override: float | None
@@ -195,7 +196,15 @@ class SearchSpace:
     def tensor_degrees(self, gpus_per_node: int, cap: int) -> list[int]:
         """TP degrees: powers of two dividing the node's GPUs and the attention heads, and
         dividing the KV heads or a multiple of them (KV heads are split or replicated whole;
-        vLLM ``QKVParallelLinear``); MLA has no per-head KV cache to split."""
+        vLLM ``QKVParallelLinear``); MLA has no per-head KV cache to split. Memoised."""
+        key = (gpus_per_node, cap)
+        found = self._tensor_degrees.get(key)
+        if found is None:
+            found = self._compute_tensor_degrees(gpus_per_node, cap)
+            self._tensor_degrees[key] = found
+        return found
+
+    def _compute_tensor_degrees(self, gpus_per_node: int, cap: int) -> list[int]:
         heads, kv = self.arch.num_attention_heads, self.arch.num_kv_heads
         mla = self.arch.mla is not None
         return [
@@ -338,6 +347,8 @@ class TrainingPlanner:
         )
         # Groups that share a GPU count and usable memory share their fitting plans.
         self._speeds: dict[tuple[Any, ...], TrainingEstimate] = {}
+        self._least: dict[tuple[int, int, int], int | None] = {}
+        self._sweeps: dict[tuple[int, int], list[tuple[ParallelPlan, MemoryBreakdown]]] = {}
         self._fits: dict[
             tuple[int, int, int, float], tuple[list[ParallelPlan], MemoryBreakdown | None]
         ] = {}
@@ -367,20 +378,35 @@ class TrainingPlanner:
         return plans
 
     def fits_somewhere(self, gpus_per_node: int, nodes: int, tp_cap: int, usable: float) -> bool:
-        """Whether any plan on ``nodes`` nodes fits: only the most-sharded plan of each
-        (TP, PP) is asked (enough to explain a rejection)."""
-        key = (gpus_per_node, nodes, tp_cap, usable)
-        if key in self._fits:
-            return bool(self._fits[key][0])
-        total = gpus_per_node * nodes
-        # widest TP first: the likeliest to fit, so a fitting node count is found early
-        for t in reversed(self.space.tensor_degrees(gpus_per_node, tp_cap)):
-            for _, need in self._pipeline_sweep(t, total):
-                if need.total_bytes <= usable:
-                    return True
-        return False
+        """Whether any plan on ``nodes`` nodes fits ``usable`` bytes: the smallest requirement
+        of the most-sharded plans (enough to explain a rejection)."""
+        least = self._least_need(gpus_per_node, nodes, tp_cap)
+        return least is not None and least <= usable
 
-    def _pipeline_sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
+    def _least_need(self, gpus_per_node: int, nodes: int, tp_cap: int) -> int | None:
+        """Smallest per-GPU requirement over the most-sharded plans of ``nodes`` nodes,
+        memoised (it does not depend on the GPU, so groups of any GPU share it)."""
+        key = (gpus_per_node, nodes, tp_cap)
+        if key not in self._least:
+            total = gpus_per_node * nodes
+            needs = [
+                need.total_bytes
+                for t in self.space.tensor_degrees(gpus_per_node, tp_cap)
+                for _, need in self._pipeline_sweep(t, total)
+            ]
+            self._least[key] = min(needs) if needs else None
+        return self._least[key]
+
+    def _pipeline_sweep(self, t: int, total: int) -> list[tuple[ParallelPlan, MemoryBreakdown]]:
+        """:meth:`_sweep`, memoised per (TP, GPUs): groups of any GPU share it."""
+        key = (t, total)
+        found = self._sweeps.get(key)
+        if found is None:
+            found = list(self._sweep(t, total))
+            self._sweeps[key] = found
+        return found
+
+    def _sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
         """The most-sharded plan of each PP degree for TP ``t`` over ``total`` GPUs, with its
         requirement, PP ascending. Stops once doubling PP saves under
         :data:`PIPELINE_MIN_SAVING` of the requirement: PP then only adds bubble (with ZeRO-3
