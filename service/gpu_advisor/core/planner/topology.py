@@ -37,8 +37,10 @@ from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.gpus import GpuSpec
 from gpu_advisor.core.offers import Interconnect
 from gpu_advisor.core.planner.estimator import MemoMemory
+from gpu_advisor.core.planner.flops import training_flops_per_token
 from gpu_advisor.core.planner.hardware import (
     ComputePath,
+    Links,
     links,
     max_tensor_parallel,
     nvlink_domain_size,
@@ -347,6 +349,7 @@ class TrainingPlanner:
         )
         # Groups that share a GPU count and usable memory share their fitting plans.
         self._speeds: dict[tuple[Any, ...], TrainingEstimate] = {}
+        self._flops = training_flops_per_token(space.arch, workload)
         self._least: dict[tuple[int, int, int], int | None] = {}
         self._sweeps: dict[tuple[int, int], list[tuple[ParallelPlan, MemoryBreakdown]]] = {}
         self._fits: dict[
@@ -482,6 +485,26 @@ class TrainingPlanner:
             limit = min(limit, constraints.max_gpus // key.gpu_count)
         return list(powers_of_two(limit))
 
+    def _speed(
+        self, plan: ParallelPlan, memory: MemoryBreakdown, ctx: GroupContext, link: Links
+    ) -> TrainingEstimate:
+        """:func:`estimate_training`, memoised across groups with the same GPU and links."""
+        key = (plan, memory.total_bytes, ctx.compute, link, ctx.efficiency)
+        found = self._speeds.get(key)
+        if found is None:
+            found = estimate_training(
+                self.space.arch,
+                self.workload,
+                plan,
+                memory,
+                ctx.compute,
+                link,
+                ctx.efficiency,
+                flops=self._flops,
+            )
+            self._speeds[key] = found
+        return found
+
     def _fast_enough(self, option: PlanOption) -> bool:
         """No deadline, or this option meets it: larger node counts would only cost more."""
         deadline = self.space.constraints.deadline_hours
@@ -498,37 +521,29 @@ class TrainingPlanner:
         for n in self.node_counts(key):
             plans = self.first_fits(g, n, ctx.tp_cap, ctx.usable_bytes, best)
             link = links(gpu, ctx.domain, g, n, key.network_gbit_per_s)
-            scored: list[tuple[float, PlanOption]] = []
+            fastest: tuple[float, ParallelPlan, MemoryBreakdown, TrainingEstimate] | None = None
             for plan in plans:
                 memory = self.space.memory(plan, key.memory_exposed_bytes)
                 if memory is None:  # pragma: no cover - the requirement call accepted it
                     continue
-                speed_key = (plan, memory.total_bytes, ctx.compute, link, ctx.efficiency)
-                estimate = self._speeds.get(speed_key)
-                if estimate is None:
-                    estimate = estimate_training(
-                        self.space.arch,
-                        self.workload,
-                        plan,
-                        memory,
-                        ctx.compute,
-                        link,
-                        ctx.efficiency,
+                estimate = self._speed(plan, memory, ctx, link)
+                seconds_per_token = 1.0 / estimate.tokens_per_second
+                if fastest is None or seconds_per_token < fastest[0]:
+                    fastest = (seconds_per_token, plan, memory, estimate)
+            if fastest is not None:
+                _, plan, memory, estimate = fastest
+                options.append(
+                    PlanOption(
+                        nodes=n,
+                        plan=plan,
+                        memory=memory,
+                        training=estimate,
+                        time_hours=estimate.time_to_result_hours,
+                        tokens_per_second=estimate.tokens_per_second,
+                        notes=self.space.topology_notes(plan, ctx, n),
+                        warnings=ctx.warnings,
                     )
-                    self._speeds[speed_key] = estimate
-                option = PlanOption(
-                    nodes=n,
-                    plan=plan,
-                    memory=memory,
-                    training=estimate,
-                    time_hours=estimate.time_to_result_hours,
-                    tokens_per_second=estimate.tokens_per_second,
-                    notes=self.space.topology_notes(plan, ctx, n),
-                    warnings=ctx.warnings,
                 )
-                scored.append((1.0 / estimate.tokens_per_second, option))
-            if scored:
-                options.append(min(scored, key=lambda item: item[0])[1])
                 if not self.all_node_counts and self._fast_enough(options[-1]):
                     break
         if options:
