@@ -42,19 +42,11 @@ from gpu_advisor.core.planner.markets import (
     price_market,
 )
 from gpu_advisor.core.planner.ranking import Candidates, objective_values, pareto_front, top_k
-from gpu_advisor.core.planner.report import (
-    build_pareto,
-    build_recommendation,
-    group_rejections,
-    suggestions,
-)
+from gpu_advisor.core.planner.rejections import group_rejections, suggestions
+from gpu_advisor.core.planner.report import build_pareto, build_recommendation
 from gpu_advisor.core.planner.serving import ServingPlanner
-from gpu_advisor.core.planner.topology import (
-    GroupKey,
-    GroupVerdict,
-    SearchSpace,
-    TrainingPlanner,
-)
+from gpu_advisor.core.planner.topology import GroupKey, GroupVerdict, SearchSpace
+from gpu_advisor.core.planner.training import TrainingPlanner
 from gpu_advisor.core.results import ParetoPoint, Reason, Recommendation, RejectedGroup, Suggestion
 from gpu_advisor.core.spec import InferenceWorkload, RecommendationRequest, TrainingWorkload
 
