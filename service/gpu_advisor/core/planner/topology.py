@@ -1,5 +1,6 @@
-"""Candidate parallel plans for one group of identical offers (same GPU, count, memory,
-interconnect and network), and the choice among them for training.
+"""The plan search space for one group of identical offers (same GPU, count, memory,
+interconnect and network), the values it produces, and the explanations of a group that
+fits nothing.
 
 Search space (bounded and deterministic; every degree is a power of two):
 
