@@ -14,9 +14,11 @@ from collections.abc import Mapping
 
 from litestar import Litestar
 
+from gpu_advisor.advisor import Advisor
 from gpu_advisor.api.app import create_app
 from gpu_advisor.api.routes.catalog import CATALOG_ROUTES
 from gpu_advisor.api.routes.models import MODEL_ROUTES
+from gpu_advisor.api.routes.planning import PLANNING_ROUTES
 from gpu_advisor.catalog.service import CatalogService
 from gpu_advisor.logs import configure_logging
 from gpu_advisor.metrics import Metrics
@@ -44,8 +46,8 @@ def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Lites
         settings,
         metrics=metrics,
         services=[catalog],
-        route_handlers=[*CATALOG_ROUTES, *MODEL_ROUTES],
-        dependencies={"catalog": catalog, "gpus": catalog.gpus},
+        route_handlers=[*CATALOG_ROUTES, *MODEL_ROUTES, *PLANNING_ROUTES],
+        dependencies={"catalog": catalog, "gpus": catalog.gpus, "advisor": Advisor(catalog)},
     )
 
 

@@ -95,8 +95,31 @@ class TrainingWorkload(_Request, frozen=True, tag="training", tag_field="kind"):
         GradientDtype | None,
         Meta(description="Gradient dtype; default: the compute dtype (bf16/fp16), fp32 for fp32."),
     ] = None
+    fp32_gradient_copy: Annotated[
+        bool,
+        Meta(
+            description=(
+                "Also keep an fp32 copy of the 16-bit gradients for the optimizer step, as "
+                "DeepSpeed ZeRO-1/2 does (2 + 4 bytes of gradients per parameter)."
+            )
+        ),
+    ] = False
     optimizer: Optimizer = "adamw"
     sequence_length: SequenceLength = 2048
+    target_sequence_length: (
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                le=10_485_760,
+                description=(
+                    "Encoder-decoder models (T5): target tokens per sequence the decoder runs "
+                    "on; default: sequence_length."
+                ),
+            ),
+        ]
+        | None
+    ) = None
     micro_batch_size: Annotated[int, Meta(ge=1, le=65_536)] = 1
     global_batch_size: Annotated[int, Meta(ge=1, le=100_000_000)] | None = None
     gradient_checkpointing: Checkpointing = "none"
@@ -107,6 +130,17 @@ class TrainingWorkload(_Request, frozen=True, tag="training", tag_field="kind"):
     cpu_offload_optimizer: bool = False
     lora_rank: Annotated[int, Meta(ge=1, le=65_536)] = 16
     lora_alpha: Annotated[float, Meta(gt=0)] | None = None
+    lora_dropout: Annotated[
+        float,
+        Meta(
+            ge=0,
+            lt=1,
+            description=(
+                "Dropout on the adapters' input (PEFT lora_dropout, default 0.0); above 0 each "
+                "adapter keeps its own dropped-out copy of the input for backward."
+            ),
+        ),
+    ] = 0.0
     lora_targets: Annotated[
         list[Annotated[str, Meta(min_length=1, max_length=100)]],
         Meta(max_length=64, description='Module names, or ["all-linear"] (the default).'),

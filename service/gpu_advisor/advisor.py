@@ -1,0 +1,142 @@
+"""The application service: one place that answers the main questions for every front end.
+
+The HTTP handlers and the in-process CLI both call :class:`Advisor`, so an answer is the same
+value whichever way it is asked for (and encodes to the same JSON). It joins the catalog (an
+adapter with a cache) to the pure core: resolve the model, resolve GPU names, rank offers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+import msgspec
+
+from gpu_advisor.catalog.service import CatalogService, CatalogSnapshot
+from gpu_advisor.core.architecture import Architecture
+from gpu_advisor.core.errors import UnknownGpuError
+from gpu_advisor.core.gpus import GpuCatalog, resolve_gpu
+from gpu_advisor.core.memory import estimate_memory
+from gpu_advisor.core.models import resolve_model
+from gpu_advisor.core.offers import ProviderInfo
+from gpu_advisor.core.planner import OfferIndex, build_offer_index, recommend
+from gpu_advisor.core.results import (
+    CatalogInfo,
+    ModelSummary,
+    RecommendationResponse,
+    SourceFreshness,
+)
+from gpu_advisor.core.spec import Constraints, RecommendationRequest
+
+
+def model_summary(arch: Architecture) -> ModelSummary:
+    """The resolved architecture's headline numbers, as every answer reports them."""
+    return ModelSummary(
+        name=arch.name,
+        family=arch.family,
+        approximate=arch.approximate,
+        total_parameters=arch.parameters.total,
+        active_parameters=arch.parameters.active,
+        num_layers=arch.num_layers,
+        hidden_size=arch.hidden_size,
+        num_attention_heads=arch.num_attention_heads,
+        num_kv_heads=arch.num_kv_heads,
+        head_dim=arch.head_dim,
+        vocab_size=arch.vocab_size,
+        num_experts=arch.num_experts,
+        num_experts_per_token=arch.num_experts_per_token,
+    )
+
+
+def catalog_info(snapshot: CatalogSnapshot) -> CatalogInfo:
+    """The catalog block of every answer: version (content hash), per-source freshness."""
+    return CatalogInfo(
+        version=snapshot.version,
+        sources=[
+            SourceFreshness(name=s.name, fetched_at=s.fetched_at, stale=s.stale, offers=s.offers)
+            for s in snapshot.sources
+        ],
+        degraded=snapshot.degraded,
+    )
+
+
+def resolve_gpu_names(gpus: GpuCatalog, names: list[str] | None, field: str) -> list[str] | None:
+    """Aliases (``"H100"``, ``"a100-80gb"``) -> canonical ids; an unknown name is a 422.
+
+    Raises:
+        UnknownGpuError: naming ``<field>.<index>`` (GET /v1/gpus lists the known GPUs).
+    """
+    if names is None:
+        return None
+    resolved: list[str] = []
+    for i, name in enumerate(names):
+        spec = resolve_gpu(gpus, name)
+        if spec is None:
+            raise UnknownGpuError(
+                f"unknown GPU {name!r}; GET /v1/gpus lists the GPU ids and aliases",
+                field=f"{field}.{i}",
+            )
+        resolved.append(spec.id)
+    return resolved
+
+
+class Advisor:
+    """Answers recommendation requests against the live catalog.
+
+    Args:
+        catalog: the pricing catalog service (started and closed by the app's lifespan).
+        providers: billing and spot facts per provider (default: the catalog's).
+    """
+
+    def __init__(
+        self, catalog: CatalogService, providers: Mapping[str, ProviderInfo] | None = None
+    ) -> None:
+        self.catalog = catalog
+        self.gpus = catalog.gpus
+        self.providers = dict(providers) if providers is not None else dict(catalog.providers)
+        # The planner's index of the catalog, rebuilt once per catalog version (content hash)
+        # and shared by all requests; a lock makes concurrent first requests build it once.
+        self._index: tuple[str, OfferIndex] | None = None
+        self._index_lock = asyncio.Lock()
+
+    async def _planner_index(self) -> tuple[CatalogSnapshot, OfferIndex]:
+        snapshot = await self.catalog.snapshot()
+        cached = self._index
+        if cached is not None and cached[0] == snapshot.version:
+            return snapshot, cached[1]
+        async with self._index_lock:
+            cached = self._index
+            if cached is None or cached[0] != snapshot.version:
+                index = await asyncio.to_thread(build_offer_index, snapshot.offers)
+                cached = (snapshot.version, index)
+                self._index = cached
+        return snapshot, cached[1]
+
+    def _canonical_constraints(self, constraints: Constraints) -> Constraints:
+        gpu_types = resolve_gpu_names(self.gpus, constraints.gpu_types, "constraints.gpu_types")
+        if gpu_types == constraints.gpu_types:
+            return constraints
+        return msgspec.structs.replace(constraints, gpu_types=gpu_types)
+
+    async def recommend(self, request: RecommendationRequest) -> RecommendationResponse:
+        """POST /v1/recommendations: ranked, priced, explained offers for a workload.
+
+        Raises:
+            InvalidSpecError: the model, workload or constraints cannot be answered (422).
+        """
+        arch = resolve_model(request.model)
+        constraints = self._canonical_constraints(request.constraints)
+        if constraints is not request.constraints:
+            request = msgspec.structs.replace(request, constraints=constraints)
+        snapshot, index = await self._planner_index()
+        result = recommend(arch, request, index, self.gpus.by_id, self.providers, estimate_memory)
+        return RecommendationResponse(
+            model=model_summary(arch),
+            objective=result.objective,
+            recommendations=result.recommendations,
+            rejected=result.rejected,
+            pareto=result.pareto,
+            catalog=catalog_info(snapshot),
+            suggestions=result.suggestions,
+            candidates_considered=result.candidates_considered,
+        )

@@ -1,0 +1,34 @@
+"""The main job's endpoints: ``POST /v1/recommendations`` (and, with the estimator and the CI
+gate, ``/v1/estimate`` and ``/v1/check``). Handlers are thin: decode (msgspec, unknown fields
+rejected), call the :class:`~gpu_advisor.advisor.Advisor`, time the work for /metrics."""
+
+from __future__ import annotations
+
+from litestar import post
+from litestar.di import NamedDependency
+from litestar.status_codes import HTTP_200_OK
+
+from gpu_advisor.advisor import Advisor
+from gpu_advisor.core.results import RecommendationResponse
+from gpu_advisor.core.spec import RecommendationRequest
+from gpu_advisor.metrics import Metrics
+
+
+@post(
+    "/v1/recommendations",
+    status_code=HTTP_200_OK,
+    tags=["planning"],
+    summary="Rank cloud GPU instances for a workload",
+)
+async def recommendations(
+    data: RecommendationRequest,
+    advisor: NamedDependency[Advisor],
+    metrics: NamedDependency[Metrics],
+) -> RecommendationResponse:
+    """The feasible plans on every instance, ranked by the objective, with what each costs
+    and how long it takes; every other candidate grouped by the reason it was rejected."""
+    with metrics.time_compute("recommendations"):
+        return await advisor.recommend(data)
+
+
+PLANNING_ROUTES = [recommendations]

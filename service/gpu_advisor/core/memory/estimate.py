@@ -1,0 +1,305 @@
+"""Entry points: the per-GPU breakdown of a plan, and the serving capacity questions.
+
+* :func:`estimate_memory` -- the REQUIREMENT of the most loaded GPU (every term separately,
+  sub-terms in ``details``); for ``engine="vllm"`` with a capacity also the engine's reservation
+  and KV pool.
+* :func:`kv_pool_check` -- does the requested context x concurrency fit the KV pool (with the
+  numbers)? Infeasible even when the weights fit.
+* :func:`max_context_length` / :func:`max_concurrency` -- for a GPU capacity and a plan.
+
+Every function validates the plan first (:func:`.validate.validate_plan`) and runs in time
+bounded by the layers and pipeline stages, never by the requested token counts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from msgspec import Struct
+
+from gpu_advisor.core.architecture import Architecture
+from gpu_advisor.core.errors import InvalidSpecError
+from gpu_advisor.core.memory.engine import (
+    KvPoolCheck,
+    block_rounded_tokens,
+    forward_bytes_per_token,
+)
+from gpu_advisor.core.memory.inference import (
+    activation_bytes,
+    inference_breakdown,
+    kv_element_bytes,
+    prompt_tokens,
+    stage_breakdown,
+    weight_plan,
+)
+from gpu_advisor.core.memory.kernels import Kernels
+from gpu_advisor.core.memory.kv_cache import per_layer_token_bytes
+from gpu_advisor.core.memory.layout import stage_ranges
+from gpu_advisor.core.memory.overhead import DEFAULT_OVERHEAD, OverheadModel
+from gpu_advisor.core.memory.training import training_breakdown
+from gpu_advisor.core.memory.validate import total_stack_layers, validate_plan
+from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
+from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload, Workload
+
+MAX_SEARCH_TOKENS = 2**31
+"""Upper bound of the context/concurrency searches (answers are capped here)."""
+
+DEFAULT_GPUS_PER_NODE = 8
+
+
+def estimate_memory(
+    arch: Architecture,
+    workload: Workload,
+    plan: ParallelPlan,
+    *,
+    capacity_bytes: int | None = None,
+    gpus_per_node: int | None = None,
+    overhead: OverheadModel = DEFAULT_OVERHEAD,
+    kernels: Kernels | None = None,
+) -> MemoryBreakdown:
+    """Memory the most loaded GPU of ``plan`` needs for ``workload`` on ``arch``, term by term.
+
+    Args:
+        arch: resolved architecture.
+        workload: training or inference workload.
+        plan: parallel plan (TP, PP, DP, EP, sharding, sequence parallel).
+        capacity_bytes: the GPU's exposed memory; fills ``capacity_bytes``,
+            ``headroom_fraction`` and, for vLLM, ``engine_reserved_bytes``/``kv_pool_bytes``.
+        gpus_per_node: GPUs per node for host-memory (offload) accounting; default
+            min(8, GPUs of the plan).
+        overhead: CUDA-context and fragmentation parameters (lazy CUDA module loading default).
+        kernels: activation kernel profile override (default: the family's Hugging Face
+            profile, Korthikanti's fused profile for TP/PP/SP plans).
+
+    Returns:
+        :class:`MemoryBreakdown`; ``total_bytes`` is the requirement, never a reservation.
+
+    Raises:
+        InvalidSpecError: the plan cannot run the model (field ``plan.*``), an unknown LoRA
+            target (``workload.lora_targets.N``) or dtype (``workload.weight_dtype``).
+    """
+    validate_plan(arch, plan)
+    match workload:
+        case TrainingWorkload():
+            gpn = gpus_per_node or min(DEFAULT_GPUS_PER_NODE, plan.gpus)
+            return training_breakdown(
+                arch,
+                workload,
+                plan,
+                capacity_bytes=capacity_bytes,
+                gpus_per_node=gpn,
+                overhead=overhead,
+                kernels=kernels,
+            )
+        case InferenceWorkload():
+            return inference_breakdown(
+                arch, workload, plan, capacity_bytes=capacity_bytes, overhead=overhead
+            )
+
+
+class _ServingStage(Struct, frozen=True, kw_only=True):
+    """The parts of one stage's serving memory that do not depend on context or concurrency."""
+
+    fixed_bytes: int
+    pool_bytes: int | None
+    layer_token_bytes: int
+    windows: tuple[tuple[int | None, int], ...]
+    act_per_prompt_token: int
+    sampler_per_sequence: int
+    fragmentation_fraction: float
+
+
+def _serving_stages(
+    arch: Architecture,
+    workload: InferenceWorkload,
+    plan: ParallelPlan,
+    capacity_bytes: int,
+    overhead: OverheadModel,
+) -> list[_ServingStage]:
+    validate_plan(arch, plan)
+    wplan = weight_plan(arch, workload.weight_dtype)
+    kv_b = kv_element_bytes(workload, wplan)
+    act_b = activation_bytes(wplan)
+    enc = 0 if arch.encoder_only else arch.num_encoder_layers
+    ranges = stage_ranges(total_stack_layers(arch), plan.pipeline_parallel)
+    stages = []
+    for stage, (start, end) in enumerate(ranges):
+        breakdown = stage_breakdown(
+            arch,
+            workload,
+            plan,
+            stage,
+            wplan=wplan,
+            capacity_bytes=capacity_bytes,
+            overhead=overhead,
+        )
+        details = breakdown.details
+        fixed = breakdown.weights_bytes + (
+            details["overhead.cuda_context_bytes"]
+            + details["overhead.non_torch_bytes"]
+            + details["overhead.cuda_graph_bytes"]
+        )
+        d0, d1 = max(0, start - enc), max(0, end - enc)
+        if arch.encoder_only:
+            windows: tuple[tuple[int | None, int], ...] = ()
+        elif arch.layer_windows:
+            per_layer = [arch.layer_windows[i % len(arch.layer_windows)] for i in range(d0, d1)]
+            windows = tuple(Counter(per_layer).items())
+        else:
+            windows = ((None, d1 - d0),)
+        last = stage == plan.pipeline_parallel - 1
+        pool = None
+        if workload.engine == "vllm":
+            pool = breakdown.kv_pool_bytes if breakdown.kv_pool_bytes is not None else 0
+            fixed += breakdown.activations_bytes
+        stages.append(
+            _ServingStage(
+                fixed_bytes=fixed,
+                pool_bytes=pool,
+                layer_token_bytes=per_layer_token_bytes(
+                    arch, element_bytes=kv_b, tensor_parallel=plan.tensor_parallel
+                ),
+                windows=windows,
+                act_per_prompt_token=forward_bytes_per_token(
+                    arch, act_b, tensor_parallel=plan.tensor_parallel
+                ),
+                sampler_per_sequence=(arch.vocab_size * 8) if last and not arch.encoder_only else 0,
+                fragmentation_fraction=overhead.fragmentation_fraction,
+            )
+        )
+    return stages
+
+
+def _sequence_kv(stage: _ServingStage, context: int, vllm: bool) -> int:
+    tokens = block_rounded_tokens(context) if vllm else context
+    held = sum(count * (tokens if w is None else min(w, tokens)) for w, count in stage.windows)
+    return held * stage.layer_token_bytes
+
+
+def _fits(
+    stage: _ServingStage, workload: InferenceWorkload, capacity: int, context: int, sequences: int
+) -> bool:
+    vllm = workload.engine == "vllm"
+    kv = sequences * _sequence_kv(stage, context, vllm)
+    if vllm:
+        return kv <= (stage.pool_bytes or 0)
+    prompt = min(workload.prompt_tokens or max(1, context - workload.output_tokens), context)
+    act = sequences * (prompt * stage.act_per_prompt_token + stage.sampler_per_sequence)
+    total = stage.fixed_bytes + kv + act + int(act * stage.fragmentation_fraction)
+    return total <= capacity
+
+
+def _largest(ok: Callable[[int], bool], high: int = MAX_SEARCH_TOKENS) -> int:
+    """Largest n in [1, high] with ok(n), for a monotone predicate (0 if ok(1) is false)."""
+    if not ok(1):
+        return 0
+    lo, hi = 1, high
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def max_context_length(
+    arch: Architecture,
+    workload: InferenceWorkload,
+    plan: ParallelPlan,
+    *,
+    capacity_bytes: int,
+    concurrency: int | None = None,
+    overhead: OverheadModel = DEFAULT_OVERHEAD,
+) -> int:
+    """Longest context (tokens per sequence) that ``concurrency`` sequences can each hold.
+
+    vLLM: the largest L with concurrency x KV(L) <= KV pool on every GPU (the pool does not
+    depend on L). Generic engine: the largest L whose whole requirement (weights, KV, prefill
+    activations, overhead) fits ``capacity_bytes``. Sliding-window layers stop growing at their
+    window. 0 when not even one token fits; capped at 2**31.
+
+    Raises:
+        InvalidSpecError: invalid plan; concurrency < 1 (field ``concurrency``).
+    """
+    sequences = workload.concurrency if concurrency is None else concurrency
+    if sequences < 1:
+        raise InvalidSpecError("concurrency must be at least 1", field="concurrency")
+    stages = _serving_stages(arch, workload, plan, capacity_bytes, overhead)
+    return _largest(lambda n: all(_fits(s, workload, capacity_bytes, n, sequences) for s in stages))
+
+
+def max_concurrency(
+    arch: Architecture,
+    workload: InferenceWorkload,
+    plan: ParallelPlan,
+    *,
+    capacity_bytes: int,
+    context_length: int | None = None,
+    overhead: OverheadModel = DEFAULT_OVERHEAD,
+) -> int:
+    """Most sequences of ``context_length`` tokens served at once (0 if not one fits).
+
+    vLLM: floor(KV pool / KV of one sequence) on the tightest GPU (the engine's "Maximum
+    concurrency for N tokens per request" log line). Generic engine: the largest batch whose
+    requirement fits ``capacity_bytes``.
+
+    Raises:
+        InvalidSpecError: invalid plan; context_length < 1 (field ``context_length``).
+    """
+    context = workload.context_length if context_length is None else context_length
+    if context < 1:
+        raise InvalidSpecError("context_length must be at least 1", field="context_length")
+    stages = _serving_stages(arch, workload, plan, capacity_bytes, overhead)
+    if all(_sequence_kv(s, context, workload.engine == "vllm") == 0 for s in stages) and (
+        workload.engine == "vllm"
+    ):
+        return MAX_SEARCH_TOKENS
+    return _largest(lambda n: all(_fits(s, workload, capacity_bytes, context, n) for s in stages))
+
+
+def kv_pool_check(
+    arch: Architecture,
+    workload: InferenceWorkload,
+    plan: ParallelPlan,
+    *,
+    capacity_bytes: int,
+    overhead: OverheadModel = DEFAULT_OVERHEAD,
+) -> KvPoolCheck:
+    """Whether the requested context x concurrency fits the engine's KV pool, with the numbers.
+
+    For ``engine="vllm"`` the pool is what the reservation leaves; for the generic engine the
+    pool is the capacity minus everything else. ``max_tokens`` is the full-attention tokens the
+    pool holds per GPU.
+
+    Example (vllm#10517): Llama-3.1-8B bf16 on an RTX 3090 (23.58 GiB), utilization 0.90,
+    max_model_len 29,000 with chunked prefill off: pool ~2.9 GiB / 128 KiB = ~23.6k tokens
+    < 29,000 -> does not fit.
+    """
+    breakdown = estimate_memory(
+        arch, workload, plan, capacity_bytes=capacity_bytes, overhead=overhead
+    )
+    required = breakdown.kv_cache_bytes
+    if workload.engine == "vllm" and breakdown.kv_pool_bytes is not None:
+        pool = breakdown.kv_pool_bytes
+    else:
+        pool = max(0, capacity_bytes - (breakdown.total_bytes - required))
+    per_token = breakdown.details.get("kv_cache.bytes_per_token", 0)
+    return KvPoolCheck(
+        required_bytes=required,
+        pool_bytes=pool,
+        fits=required <= pool,
+        max_tokens=pool // per_token if per_token else MAX_SEARCH_TOKENS,
+        context_length=workload.context_length,
+        concurrency=workload.concurrency,
+    )
+
+
+__all__ = [
+    "estimate_memory",
+    "kv_pool_check",
+    "max_concurrency",
+    "max_context_length",
+    "prompt_tokens",
+]
