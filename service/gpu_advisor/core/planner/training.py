@@ -82,16 +82,16 @@ class TrainingPlanner:
         return least is not None and least <= usable
 
     def _least_need(self, gpus_per_node: int, nodes: int, tp_cap: int) -> int | None:
-        """Smallest per-GPU requirement over the most-sharded plans of ``nodes`` nodes,
-        memoised (it does not depend on the GPU, so groups of any GPU share it)."""
+        """Smallest per-GPU requirement over the most-sharded plans of ``nodes`` nodes at the
+        widest TP degree, memoised (it does not depend on the GPU, so groups of any GPU share
+        it). Used only to explain a rejection ("needs 4 nodes")."""
         key = (gpus_per_node, nodes, tp_cap)
         if key not in self._least:
             total = gpus_per_node * nodes
-            needs = [
-                need.total_bytes
-                for t in self.space.tensor_degrees(gpus_per_node, tp_cap)
-                for _, need in self._pipeline_sweep(t, total)
-            ]
+            # The widest TP degree holds the least per GPU: it divides weights, gradients,
+            # optimizer state and (with sequence parallel) activations alike.
+            widest = self.space.tensor_degrees(gpus_per_node, tp_cap)[-1:]
+            needs = [need.total_bytes for t in widest for _, need in self._pipeline_sweep(t, total)]
             self._least[key] = min(needs) if needs else None
         return self._least[key]
 
@@ -140,7 +140,16 @@ class TrainingPlanner:
     ) -> list[ParallelPlan]:
         total = gpus_per_node * nodes
         fitting: list[ParallelPlan] = []
-        for t in self.space.tensor_degrees(gpus_per_node, tp_cap):
+        degrees = self.space.tensor_degrees(gpus_per_node, tp_cap)
+        # Narrower TP holds more per GPU: when the widest cannot fit, none can.
+        widest = self._pipeline_sweep(degrees[-1], total) if degrees else []
+        if widest:
+            smallest = min((need for _, need in widest), key=lambda need: need.total_bytes)
+            if not best or smallest.total_bytes < best[0].total_bytes:
+                best[:] = [smallest]
+            if smallest.total_bytes > usable:
+                return fitting
+        for t in degrees:
             for loosest, need in self._pipeline_sweep(t, total):
                 if not best or need.total_bytes < best[0].total_bytes:
                     best[:] = [need]
@@ -156,20 +165,43 @@ class TrainingPlanner:
     def _first_fit(
         self, t: int, p: int, d: int, experts: list[int], usable: float
     ) -> ParallelPlan | None:
+        """The first fitting plan in preference order (less EP, then the lowest ZeRO stage).
+
+        Memory falls along the ZeRO stages, so for each EP degree the preferred stage is asked
+        first, then the loosest (a degree that cannot fit costs two calls), and the first fitting
+        stage between them is found by binary search. With one data-parallel rank ZeRO shards
+        nothing: no stage is searched.
+        """
+        stages = self.shardings if d > 1 or len(self.shardings) == 1 else ("none",)
         for e in experts:
-            for s in self.shardings:
-                plan = ParallelPlan(
+            plans = [
+                ParallelPlan(
                     tensor_parallel=t,
                     pipeline_parallel=p,
                     data_parallel=d,
                     expert_parallel=e,
-                    sharding=s,
+                    sharding=stage,
                     sequence_parallel=t > 1,
                 )
-                found = self.space.memory(plan)
-                if found is not None and found.total_bytes <= usable:
-                    return plan
+                for stage in stages
+            ]
+            if self._plan_fits(plans[0], usable):
+                return plans[0]
+            if not self._plan_fits(plans[-1], usable):
+                continue
+            low, high = 1, len(plans) - 1  # plans[high] fits, plans[0] does not
+            while low < high:
+                middle = (low + high) // 2
+                if self._plan_fits(plans[middle], usable):
+                    high = middle
+                else:
+                    low = middle + 1
+            return plans[high]
         return None
+
+    def _plan_fits(self, plan: ParallelPlan, usable: float) -> bool:
+        found = self.space.memory(plan)
+        return found is not None and found.total_bytes <= usable
 
     def node_counts(self, key: GroupKey) -> list[int]:
         """Node counts searched: powers of two within max_nodes and max_gpus; 1 without a
