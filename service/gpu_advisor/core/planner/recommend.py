@@ -41,7 +41,12 @@ from gpu_advisor.core.planner.markets import (
     PricingClasses,
     price_market,
 )
-from gpu_advisor.core.planner.ranking import Candidates, objective_values, pareto_front, top_k
+from gpu_advisor.core.planner.ranking import (
+    Candidates,
+    objective_column,
+    pareto_front,
+    top_k,
+)
 from gpu_advisor.core.planner.rejections import group_rejections, suggestions
 from gpu_advisor.core.planner.report import build_pareto, build_recommendation
 from gpu_advisor.core.planner.serving import ServingPlanner
@@ -380,13 +385,9 @@ class Evaluation:
             option=np.concatenate([r.option[w] for r, w in zip(results, positions, strict=True)])
             if results
             else np.zeros(0, dtype=np.intp),
-            total_usd=gather("total_usd"),
-            time_hours=gather("time_hours"),
-            price_per_hour_usd=gather("price_per_hour_usd"),
-            per_million_usd=gather("per_million_usd"),
-            latency_seconds=gather("latency_seconds"),
             gpus=gather("gpus").astype(np.int64),
             name_rank=self.index.name_rank[offer],
+            fetch=gather,
         )
         return candidates, market_names
 
@@ -399,15 +400,10 @@ class Evaluation:
         outcome = self._outcome(all_markets=False)
         candidates, _ = self._candidates(outcome)
         request = self.request
-        primary = objective_values(
-            request.objective,
-            training=self.training,
-            total_usd=candidates.total_usd,
-            time_hours=candidates.time_hours,
-            price_per_hour_usd=candidates.price_per_hour_usd,
-            per_million_usd=candidates.per_million_usd,
-            latency_seconds=candidates.latency_seconds,
-        )
+        primary = candidates.column(objective_column(request.objective, training=self.training))
+        if request.objective == "total_cost" and np.isnan(primary).any():
+            # no token count: the cost per token ranks instead
+            primary = np.where(np.isnan(primary), candidates.per_million_usd, primary)
         best = top_k(primary, candidates, request.top_k)
         recommendations = [
             build_recommendation(self, outcome, candidates, position, rank)
