@@ -9,7 +9,7 @@ groups in each allowed market (:mod:`.markets`); rank (:mod:`.ranking`); explain
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -50,7 +50,7 @@ from gpu_advisor.core.planner.ranking import (
 from gpu_advisor.core.planner.rejections import group_rejections, suggestions
 from gpu_advisor.core.planner.report import build_pareto, build_recommendation
 from gpu_advisor.core.planner.serving import ServingPlanner
-from gpu_advisor.core.planner.topology import GroupKey, GroupVerdict, SearchSpace
+from gpu_advisor.core.planner.topology import GroupContext, GroupKey, GroupVerdict, SearchSpace
 from gpu_advisor.core.planner.training import TrainingPlanner
 from gpu_advisor.core.results import ParetoPoint, Reason, Recommendation, RejectedGroup, Suggestion
 from gpu_advisor.core.spec import InferenceWorkload, RecommendationRequest, TrainingWorkload
@@ -131,15 +131,12 @@ class Evaluation:
         self.training = isinstance(self.workload, TrainingWorkload)
         space = SearchSpace(arch, request.constraints, MemoMemory(estimate, arch, self.workload))
         self.space = space
+        self.plan_group: Callable[[GroupContext], GroupVerdict]
         match self.workload:
             case TrainingWorkload():
-                self.training_planner: TrainingPlanner | None = TrainingPlanner(
-                    space, self.workload, request.objective
-                )
-                self.serving_planner: ServingPlanner | None = None
+                self.plan_group = TrainingPlanner(space, self.workload, request.objective).plan
             case InferenceWorkload():
-                self.training_planner = None
-                self.serving_planner = ServingPlanner(space, self.workload, request.objective)
+                self.plan_group = ServingPlanner(space, self.workload, request.objective).plan
         self.verdicts: list[GroupVerdict | None] = [None] * len(index.groups)
         self.filter_code = self._filter_codes()
         rates, unknown = self._spot_rates()
@@ -209,11 +206,7 @@ class Evaluation:
                 )
             )
         ctx = self.space.context(key, gpu, compute, mfu)
-        if self.training_planner is not None:
-            return self.training_planner.plan(ctx)
-        if self.serving_planner is not None:
-            return self.serving_planner.plan(ctx)
-        raise AssertionError("a planner exists for every workload kind")  # pragma: no cover
+        return self.plan_group(ctx)
 
     def visible_groups(self) -> NDArray[np.intp]:
         """Groups with at least one offer that passes the gpu/provider/region filters."""
