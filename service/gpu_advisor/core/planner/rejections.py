@@ -90,6 +90,12 @@ def _least(market: MarketResult, name: str, outcome: Outcome, members: NDArray[n
     return float(np.min(market.minimum(name, positions)))
 
 
+def _names(names: list[str], shown: int = 5) -> str:
+    """``a, b, c`` -- the first ``shown`` names, and how many more."""
+    text = ", ".join(names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def _structural_reasons(ev: Evaluation) -> dict[tuple[str, str], list[Reason]]:
     """Group-level rejections of the planned groups, by (code, GPU)."""
     found: dict[tuple[str, str], list[Reason]] = {}
@@ -128,12 +134,10 @@ def _rejection_data(
             return {"gpu": gpu}
         case "provider_excluded":
             codes = np.flatnonzero(np.bincount(index.provider_code[members]))
-            names = [index.providers[c] for c in codes.tolist()]
-            return {"provider": ", ".join(names[:5]), "gpu": gpu}
+            return {"provider": _names([index.providers[c] for c in codes.tolist()]), "gpu": gpu}
         case "region_excluded":
             codes = np.flatnonzero(np.bincount(index.region_code[members]))
-            names = [index.regions[c] for c in codes.tolist()]
-            return {"region": ", ".join(names[:5]), "gpu": gpu}
+            return {"region": _names([index.regions[c] for c in codes.tolist()]), "gpu": gpu}
         case "over_max_price" if market is not None:
             return {
                 "gpu": gpu,
@@ -217,29 +221,90 @@ def _relax_filters(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
     return found
 
 
+_LIMITS: tuple[tuple[str, str, str], ...] = (
+    # (constraint, value column it limits, suggestion code)
+    ("budget_usd", "total_usd", "raise_budget"),
+    ("deadline_hours", "time_hours", "extend_deadline"),
+    ("max_price_per_hour_usd", "price_per_hour_usd", "raise_max_price"),
+)
+
+
 def _relax_numbers(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
-    found: list[Suggestion] = []
+    """For each numeric limit (budget, deadline, max price), the least value of it that
+    admits some offer while the other limits still hold -- over every option (node count) of
+    the offers that pass the filters and fit. When no single limit suffices, one suggestion
+    names all the limits the best offer breaks, with the values it needs."""
+    constraints = ev.request.constraints
+    active = [
+        (name, column, code)
+        for name, column, code in _LIMITS
+        if getattr(constraints, name) is not None and (ev.training or name != "deadline_hours")
+    ]
+    if not active:
+        return []
+    found: dict[str, tuple[float, int, str]] = {}
+    joint: tuple[float, int, dict[str, float]] | None = None
     for market in ev.markets():
         result = outcome.results[market]
-        codes = outcome.codes[market][outcome.priced]
-        for code, suggestion, name, field in (
-            ("over_budget", "raise_budget", "total_usd", "total_usd"),
-            ("past_deadline", "extend_deadline", "time_hours", "hours"),
-            ("over_max_price", "raise_max_price", "price_per_hour_usd", "price_per_hour_usd"),
-        ):
-            hits = np.flatnonzero(codes == CODE_OF[code])
-            if not hits.size or any(s.code == suggestion for s in found):
+        numeric = np.isin(outcome.unfiltered[market][outcome.priced], _NUMERIC)
+        hits = np.flatnonzero((ev.filter_code[outcome.priced] == 0) & numeric)
+        if not hits.size:
+            continue
+        values = {column: result.option_values(column, hits) for _, column, _ in active}
+        within = {
+            name: ~(values[column] > getattr(constraints, name)) for name, column, _ in active
+        }
+        exists = ~np.isnan(values[active[0][1]])
+        for name, column, code in active:
+            others = exists.copy()
+            for other, _, _ in active:
+                if other != name:
+                    others &= within[other]
+            needed = np.where(others, values[column], np.inf).min(axis=1)
+            if not np.isfinite(needed).any():
                 continue
-            values = result.minimum(name, hits)
-            pick = np.lexsort((ev.index.name_rank[outcome.priced[hits]], values))[0]
-            offer = ev.index.offers[int(outcome.priced[hits[pick]])]
-            found.append(
-                _suggest(suggestion, {field: float(values[pick]), "offer": describe(offer)})
-            )
-    return found
+            pick = int(np.lexsort((ev.index.name_rank[outcome.priced[hits]], needed))[0])
+            value = float(needed[pick])
+            offer = int(outcome.priced[hits[pick]])
+            if code not in found or value < found[code][0]:
+                found[code] = (value, offer, column)
+        if not found:
+            chosen = _best_offer(ev, outcome, market, outcome.priced[hits])
+            best = int(np.flatnonzero(outcome.priced[hits] == chosen)[0])
+            option = int(result.option[hits[best]])
+            needs = {
+                name: float(values[column][best, option])
+                for name, column, _ in active
+                if values[column][best, option] > getattr(constraints, name)
+            }
+            if joint is None:
+                joint = (0.0, int(outcome.priced[hits[best]]), needs)
+    suggestions = [
+        _suggest(code, {_FIELD[column]: value, "offer": describe(ev.index.offers[offer])})
+        for code, (value, offer, column) in found.items()
+    ]
+    if not suggestions and joint is not None:
+        _, offer, needs = joint
+        suggestions.append(
+            _suggest("relax_limits", {"needs": needs, "offer": describe(ev.index.offers[offer])})
+        )
+    return suggestions
+
+
+_FIELD = {
+    "total_usd": "total_usd",
+    "time_hours": "hours",
+    "price_per_hour_usd": "price_per_hour_usd",
+}
+_NUMERIC = np.array(
+    [CODE_OF["over_max_price"], CODE_OF["past_deadline"], CODE_OF["over_budget"]], dtype=np.intp
+)
 
 
 def _relax_structure(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
+    """Suggestions from the groups' own rejections: more nodes or GPUs, a cluster network,
+    NVLink, a shorter context, less headroom, a larger or newer GPU -- each only where it is
+    the missing piece."""
     index = ev.index
     visible = ev.visible_groups().tolist()
     reasons = [
@@ -262,7 +327,9 @@ def _relax_structure(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
         found.append(_suggest("cluster_network", dict(best.data)))
     if "tp_over_pcie" in by_code:
         found.append(_suggest("nvlink_offer", dict(by_code["tp_over_pcie"][0].data)))
-    if "dtype_unsupported" in by_code:
+    hardware = {"dtype_unsupported", "gpu_rate_unknown", "unknown_gpu"}
+    if "dtype_unsupported" in by_code and all(r.code in hardware for _, r in reasons):
+        # every visible GPU lacks the dtype (or data): only then is a newer GPU the fix
         found.append(_suggest("newer_gpu", dict(by_code["dtype_unsupported"][0].data)))
     if "kv_pool_too_small" in by_code:
         found.append(_suggest("shorter_context", dict(by_code["kv_pool_too_small"][0].data)))
@@ -274,10 +341,11 @@ def _relax_structure(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
         close = [r for r in memory if r.data["need_bytes"] <= r.data["exposed_bytes"]]
         if headroom > 0 and close:
             found.append(_suggest("lower_headroom", dict(close[0].data)))
-        found.append(
-            _suggest(
-                "larger_gpu",
-                {"need_bytes": best.data["need_bytes"], "largest_exposed_bytes": largest},
+        if best.data["need_bytes"] > largest:  # else larger GPUs exist and failed otherwise
+            found.append(
+                _suggest(
+                    "larger_gpu",
+                    {"need_bytes": best.data["need_bytes"], "largest_exposed_bytes": largest},
+                )
             )
-        )
     return found
