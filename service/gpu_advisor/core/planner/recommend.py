@@ -1,10 +1,26 @@
 """``recommend``: from a workload and a catalog to ranked, priced, explained instances.
 
 Pipeline (DESIGN steps 3-5): filter offers by the request's constraints; plan each group of
-identical offers once (:mod:`.topology`, :mod:`.serving`); price every offer of the feasible
-groups in each allowed market (:mod:`.markets`); rank (:mod:`.ranking`); explain
-(:mod:`.explain`, :mod:`.rejections`). The HTTP layer adds ``model`` and ``catalog`` to build a
+identical offers once (:mod:`.training`, :mod:`.serving` over :mod:`.topology`); price every
+offer of the feasible groups in each allowed market (:mod:`.markets`); rank
+(:mod:`.ranking`); explain (:mod:`.report`, :mod:`.rejections`, sentences from
+:mod:`.explain`). The HTTP layer adds ``model`` and ``catalog`` to build a
 :class:`~gpu_advisor.core.results.RecommendationResponse`.
+
+Constraints (DESIGN "API") and where they apply:
+
+* ``gpu_types``, ``providers``, ``regions``: offer filters (``gpu_excluded``,
+  ``provider_excluded``, ``region_excluded``), case-insensitive, canonical GPU ids;
+* ``spot``: ``forbid`` prices on-demand only, ``only`` spot only (offers without a spot price:
+  ``spot_unavailable``), ``allow`` both -- an offer then appears once per market;
+* ``max_gpus``, ``max_nodes``: bound the plan search (``over_max_gpus``, ``over_max_nodes``);
+* ``min_headroom_fraction``: the fit check uses ``exposed x (1 - headroom)``;
+* ``max_price_per_hour_usd`` (the deployment's price: instance price x instances),
+  ``deadline_hours`` (training), ``budget_usd``: per offer and plan option
+  (``over_max_price``, ``past_deadline``, ``over_budget``).
+
+The Pareto set is on (total cost, time to result) for training and on (total cost, request
+latency) for serving, where the time to result is the fixed serving period.
 """
 
 from __future__ import annotations
@@ -93,8 +109,8 @@ def recommend(
         arch: the resolved model.
         request: workload, constraints (``gpu_types`` already resolved to canonical ids by the
             caller), objective and ``top_k``.
-        offers: the catalog, or its :class:`RecommendationIndex` (build once per catalog version for
-            speed: :func:`build_recommendation_index`).
+        offers: the catalog, or its :class:`RecommendationIndex` (build it once per catalog
+            version for speed: :func:`build_recommendation_index`).
         gpus: GPU table by canonical id; offers on other GPUs are rejected ``unknown_gpu``.
         providers: billing and spot facts by provider id.
         estimate: the memory estimator (``gpu_advisor.core.memory.estimate_memory``).
