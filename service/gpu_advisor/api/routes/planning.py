@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from litestar import post
 from litestar.di import NamedDependency
+from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK
 
 from gpu_advisor.advisor import Advisor
@@ -21,7 +22,7 @@ from gpu_advisor.metrics import Metrics
     summary="Rank cloud GPU instances for a workload",
 )
 async def recommendations(
-    data: RecommendationRequest,
+    data: JSONBody[RecommendationRequest],
     advisor: NamedDependency[Advisor],
     metrics: NamedDependency[Metrics],
 ) -> RecommendationResponse:

@@ -1,0 +1,137 @@
+"""Issue 2 acceptance: the requests in examples/ give answers a practitioner accepts.
+
+Each test posts the example through the app built by the composition root (bundled catalog,
+in-process cache) and asserts the property the issue names, with the arithmetic written out.
+Parameter counts are the published totals (shared/data/hf-configs/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from litestar.testing import TestClient
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+GIB = 2**30
+GB = 10**9
+
+# Llama-3.1-70B: 80 layers, hidden 8192, 64 heads, 8 KV heads, head_dim 128, FFN 28672,
+# vocab 128256, untied embeddings.
+LLAMA_70B_PARAMS = (
+    80
+    * (
+        8192 * 8192  # q
+        + 2 * 8192 * 8 * 128  # k, v (GQA: 8 KV heads)
+        + 8192 * 8192  # o
+        + 3 * 8192 * 28672  # gate, up, down
+        + 2 * 8192  # two RMSNorm weights
+    )
+    + 2 * 128256 * 8192  # embeddings + separate lm_head
+    + 8192  # final norm
+)
+# Mixtral-8x7B: 32 layers, hidden 4096, 32 heads, 8 KV heads, 8 experts of FFN 14336,
+# router 4096 x 8, vocab 32000, untied.
+MIXTRAL_PARAMS = (
+    32
+    * (
+        2 * 4096 * 4096  # q, o
+        + 2 * 4096 * 1024  # k, v
+        + 8 * 3 * 4096 * 14336  # all 8 experts are resident
+        + 4096 * 8  # router
+        + 2 * 4096  # norms
+    )
+    + 2 * 32000 * 4096
+    + 4096
+)
+
+
+def _post(client: TestClient, name: str, **changes: Any) -> dict[str, Any]:  # type: ignore[type-arg]
+    body = json.loads((EXAMPLES / f"{name}.json").read_text(encoding="utf-8"))
+    body.update(changes)
+    response = client.post("/v1/recommendations", json=body)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def test_hand_counts_match_published_totals() -> None:
+    assert LLAMA_70B_PARAMS == 70_553_706_496
+    assert MIXTRAL_PARAMS == 46_702_792_704
+
+
+def test_llama_8b_qlora_fits_one_24gb_gpu_and_ranks_single_gpus(client: TestClient) -> None:  # type: ignore[type-arg]
+    # QLoRA on Llama-3.1-8B: every base linear in NF4 (~4.127 bits) = 6.98e9 x 4.127 / 8
+    # ~ 3.6 GB; embeddings + head in bf16 = 2 x 128256 x 4096 x 2 B ~ 2.1 GB; adapters, their
+    # Adam state, checkpointed activations (2 s h per layer) and the logits buffer add a few GB:
+    # well inside a 24 GB card.
+    by_price = _post(client, "llama31-8b-qlora", objective="price_per_hour")
+    top = by_price["recommendations"][0]
+    assert top["gpus"] == 1
+    assert top["offer"]["gpu_memory_bytes"] <= 48 * GIB
+    assert top["memory_per_gpu"]["total_bytes"] < 22_888 * 2**20  # an L4 / A10G's exposed memory
+    # n GPUs of one kind cost at least as much in total as one (the same GPU-hours, or more once
+    # data-parallel communication is paid for), so the cheapest whole job uses one GPU.
+    by_cost = _post(client, "llama31-8b-qlora", objective="total_cost")
+    assert by_cost["recommendations"][0]["offer"]["gpu_count"] == 1
+
+
+def test_llama_70b_serving_needs_more_than_one_gpu(client: TestClient) -> None:  # type: ignore[type-arg]
+    result = _post(client, "llama31-70b-serving")
+    weights_bytes = LLAMA_70B_PARAMS * 2  # bf16
+    assert weights_bytes > 141 * GB
+    # KV bytes per token = 2 (K, V) x 80 layers x 8 KV heads x 128 head_dim x 2 B = 327,680
+    kv_per_token = 2 * 80 * 8 * 128 * 2
+    assert kv_per_token == 327_680
+    for rec in result["recommendations"]:
+        assert rec["gpus"] >= 2
+        tp = rec["plan"]["tensor_parallel"] * rec["plan"]["pipeline_parallel"]
+        # Each GPU of a replica holds its share of the weights: 141 GB / (TP x PP).
+        assert rec["memory_per_gpu"]["weights_bytes"] >= weights_bytes / tp * 0.98
+    misses = [g for g in result["rejected"] if g["code"] == "insufficient_memory"]
+    assert misses, "offers that are too small must be rejected with the numbers"
+    for group in misses:
+        assert group["data"]["need_bytes"] > group["data"]["exposed_bytes"]
+        assert "GiB" in group["text"]
+    # One GPU would hold all the weights (and the KV cache): more than any GPU exposes.
+    single = [g for g in misses if g["data"]["gpu_count"] == 1]
+    assert single
+    assert all(g["data"]["need_bytes"] > weights_bytes for g in single)
+
+
+def test_llama_70b_full_finetune_needs_two_nodes_of_80gb(client: TestClient) -> None:  # type: ignore[type-arg]
+    # Mixed-precision AdamW: 2 (bf16 weights) + 4 (fp32 master) + 2 (bf16 grads) + 8 (m, v)
+    # = 16 B/param -> 16 x 70.55e9 = 1,128.9e9 B of model states; / 80e9 B per GPU = 14.1 ->
+    # at least 15 GPUs of 80 GB before activations: more than one 8-GPU node.
+    model_states = 16 * LLAMA_70B_PARAMS
+    assert model_states / (80 * GB) > 14
+    result = _post(client, "llama31-70b-full-finetune")
+    assert result["recommendations"]
+    for rec in result["recommendations"]:
+        assert rec["nodes"] >= 2
+        assert rec["gpus"] >= 15
+        assert rec["offer"]["network"] is not None
+        memory = rec["memory_per_gpu"]
+        states = memory["weights_bytes"] + memory["gradients_bytes"] + memory["optimizer_bytes"]
+        # ZeRO-3 over all GPUs: the states are spread evenly (within 2 %).
+        assert abs(states * rec["gpus"] - model_states) / model_states < 0.02
+    no_fabric = [g for g in result["rejected"] if g["code"] == "no_cluster_network"]
+    assert no_fabric
+    assert all("cluster network" in g["text"] for g in no_fabric)
+
+
+def test_mixtral_bf16_does_not_fit_one_80gb_gpu(client: TestClient) -> None:  # type: ignore[type-arg]
+    # All 8 experts are resident: 46.70e9 params x 2 B = 93.4e9 B > 80 GiB (85.9e9 B).
+    weights_bytes = MIXTRAL_PARAMS * 2
+    assert weights_bytes > 80 * GIB
+    result = _post(client, "mixtral-8x7b-serving")
+    assert result["model"]["total_parameters"] == MIXTRAL_PARAMS
+    for rec in result["recommendations"]:
+        assert rec["gpus"] >= 2
+    h100_single = [
+        g
+        for g in result["rejected"]
+        if g["code"] == "insufficient_memory" and g["gpu"] in ("H100-SXM-80GB", "A100-SXM-80GB")
+    ]
+    assert h100_single
