@@ -5,9 +5,11 @@ Usage::
     python scripts/build_gpu_table.py [--specs PATH] [--out PATH]
 
 Input: ``shared/data/gpu-specs/gpu_specs.csv`` (34 rows, each with its sources; see that
-folder's README). Output: one row per GPU with the canonical id ``<MODEL>[-<FORM>]-<N>GB``
-(DESIGN "Pricing catalog and cache"), the resolver's family/form keys, aliases, the exposed
-memory used by fit checks and where that number comes from, and the spec row's sources.
+folder's README) plus ``EXTRA_ROWS`` below (GPUs of the bundled offers that gpu-specs lacks,
+each from a cited public copy of the vendor datasheet). Output: one row per GPU with the
+canonical id ``<MODEL>[-<FORM>]-<N>GB`` (DESIGN "Pricing catalog and cache"), the resolver's
+family/form keys, aliases, the exposed memory used by fit checks and where that number comes
+from, and the row's sources.
 
 Exposed memory (what fit checks use, DESIGN "GPU capacity"), in this order:
 
@@ -210,6 +212,85 @@ def build_rows(spec_rows: list[dict[str, str]]) -> list[dict[str, str]]:
     return out
 
 
+# GPUs that appear in the bundled offers but not in gpu-specs, added from public copies of
+# the vendor's datasheet (cited per row, as the gpu-specs README cites its sources; a value
+# the source does not state is left empty). Bundled GPUs with no such source are dropped from
+# the snapshot instead (``gpu_spec_unknown``, scripts/build_offers_snapshot.py).
+EXTRA_ROWS: list[dict[str, str]] = [
+    {
+        "id": "RTXA4000-16GB",
+        "family": "RTXA4000",
+        "form": "",
+        "default_variant": "yes",
+        "name": "NVIDIA RTX A4000",
+        "vendor": "nvidia",
+        "architecture": "ampere",
+        "form_factor": "pcie",
+        "memory_gb_marketed": "16",
+        "memory_exposed_mib": "16376",
+        "memory_exposed_basis": "observed",
+        "memory_bandwidth_gb_per_s": "448",
+        "fp32_tflops": "19.2",
+        "tf32_dense_tflops": "",
+        "bf16_dense_tflops": "76.7",
+        "fp16_dense_tflops": "76.7",
+        "fp8_dense_tflops": "",
+        "fp4_dense_tflops": "",
+        "int8_dense_tops": "",
+        "nvlink_gb_per_s": "0",
+        "compute_capability": "8.6",
+        "aliases": "RTX A4000;A4000;NVIDIA RTX A4000",
+        "spec_row": "",
+        "source": (
+            "N-A4000: NVIDIA RTX A4000 datasheet (16GB GDDR6 with ECC, 256-bit, 448 GB/s, "
+            "6,144 CUDA cores, 192 Tensor Cores, single-precision 19.2 TFLOPS, tensor 153.4 "
+            "TFLOPS (footnote: with sparsity), PCIe 4.0 x16, no NVLink listed, 140 W) - public "
+            "copy https://www.ecer.com/corp/details-uuuedqa-p1bsb03-pci-express-3-0-x16-nvidia-"
+            "rtx-a4000-16g-graphics-card-for-professional-video-editing.html (read 2026-11-30); "
+            "BF16/FP16 dense = 153.4 / 2, as for the RTX A6000 datasheet (gpu-specs README "
+            "Trap 2); TF32/INT8 not stated; N-CC: RTX A4000 8.6 (NVIDIA CUDA GPUs list, copy in "
+            "HeKun-NVIDIA/AI-Blog 89.GPU算力一览); SKY: vast 4x-RTX_A4000 "
+            "TotalGpuMemoryInMiB 65504 / 4 = 16376 MiB observed"
+        ),
+        "as_of": AS_OF,
+    },
+    {
+        "id": "A16-16GB",
+        "family": "A16",
+        "form": "",
+        "default_variant": "yes",
+        "name": "NVIDIA A16 (one of the board's four GPUs)",
+        "vendor": "nvidia",
+        "architecture": "ampere",
+        "form_factor": "pcie",
+        "memory_gb_marketed": "16",
+        "memory_exposed_mib": "16384",
+        "memory_exposed_basis": "nominal",
+        "memory_bandwidth_gb_per_s": "200",
+        "fp32_tflops": "4.5",
+        "tf32_dense_tflops": "9",
+        "bf16_dense_tflops": "",
+        "fp16_dense_tflops": "17.9",
+        "fp8_dense_tflops": "",
+        "fp4_dense_tflops": "",
+        "int8_dense_tops": "35.9",
+        "nvlink_gb_per_s": "0",
+        "compute_capability": "8.6",
+        "aliases": "NVIDIA A16",
+        "spec_row": "",
+        "source": (
+            "N-A16: NVIDIA A16 datasheet spec table, per board of four GPUs (4x 16GB GDDR6, "
+            "4x 200 GB/s, FP32 4x 4.5, TF32 4x 9 | 4x 18 sparsity, FP16 4x 17.9 | 4x 35.9 "
+            "sparsity, INT8 4x 35.9 | 4x 71.8 sparsity TOPS, PCIe Gen4, 250 W per board) - "
+            "public copy https://panchaea.com/products/graphics-cards/nvidia-a16 (read "
+            "2026-11-30); one GPU = a quarter of the board; BF16 not stated; N-CC: NVIDIA A16 "
+            "8.6 (NVIDIA CUDA GPUs list, copy in HeKun-NVIDIA/AI-Blog 89.GPU算力一览)"
+        ),
+        "as_of": AS_OF,
+    },
+]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=Path, default=SPECS_DEFAULT / "gpu_specs.csv")
@@ -221,7 +302,7 @@ def main() -> None:
     args = parser.parse_args()
     with args.specs.open(newline="", encoding="utf-8") as fh:
         spec_rows = list(csv.DictReader(fh))
-    rows = build_rows(spec_rows)
+    rows = build_rows(spec_rows) + EXTRA_ROWS
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")

@@ -13,6 +13,10 @@ normaliser (``gpu_advisor.core.normalize``, the GPU table, ``providers.csv`` and
   ``skypilot-catalog-v7``; ``fetched_at`` = the catalog's collection date);
 * ``service/gpu_advisor/data/offers.meta.json`` - the date, the upstream, and the
   normaliser's counts (rows, offers, drops and corrections per reason).
+
+Every GPU in the snapshot must have a row in the GPU table (issue 2 item 5): offers of a GPU
+without cited specs are dropped with reason ``gpu_spec_unknown`` and listed per GPU id in the
+meta file (live sources keep such offers, flagged ``gpu_known=False``).
 """
 
 from __future__ import annotations
@@ -29,7 +33,12 @@ from gpu_advisor.catalog.gpu_table import load_gpu_catalog  # noqa: E402
 from gpu_advisor.catalog.offers_csv import encode_offers_csv  # noqa: E402
 from gpu_advisor.catalog.reference import load_network_rules, load_providers  # noqa: E402
 from gpu_advisor.catalog.skypilot import parse_vms_csv  # noqa: E402
-from gpu_advisor.core.normalize import NormalizeContext, RawOffer, normalize_offers  # noqa: E402
+from gpu_advisor.core.normalize import (  # noqa: E402
+    NormalizeContext,
+    RawOffer,
+    drop_unknown_gpus,
+    normalize_offers,
+)
 
 CATALOG_DEFAULT = ROOT / "tests" / "fixtures" / "shared" / "data" / "skypilot-catalog-v7"
 SOURCE = "skypilot-catalog-v7"
@@ -53,7 +62,9 @@ def main() -> None:
         gpus=load_gpu_catalog(), providers=load_providers(), networks=load_network_rules()
     )
     fetched_at = f"{args.as_of}T00:00:00Z"
-    result = normalize_offers(rows, ctx, source=SOURCE, fetched_at=fetched_at)
+    result, unknown = drop_unknown_gpus(
+        normalize_offers(rows, ctx, source=SOURCE, fetched_at=fetched_at)
+    )
     (args.out_dir / "offers.csv").write_text(encode_offers_csv(result.offers), encoding="utf-8")
     meta = {
         "as_of": args.as_of,
@@ -68,7 +79,10 @@ def main() -> None:
             "dropped": result.stats.dropped,
             "corrected": result.stats.corrected,
             "unknown_gpus": result.stats.unknown_gpus,
+            "examples": result.stats.examples,
         },
+        # offers dropped because the GPU table has no cited specs for their GPU, per GPU id
+        "gpu_spec_unknown": unknown,
     }
     (args.out_dir / "offers.meta.json").write_text(
         json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8"

@@ -94,7 +94,7 @@ async def test_offers_other_filters(client: AsyncTestClient[Litestar]) -> None:
     ],
 )
 async def test_invalid_filters_name_the_parameter(
-    client: AsyncTestClient[Litestar], params: dict[str, object], status: int, field: str
+    client: AsyncTestClient[Litestar], params: dict[str, str | int], status: int, field: str
 ) -> None:
     r = await client.get("/v1/offers", params=params)
     assert r.status_code == status

@@ -63,6 +63,14 @@ def gpus() -> GpuCatalog:
         ("L4", 22888, (), "L4-24GB"),
         ("B200", 184320, (), "B200-180GB"),
         ("Tesla V100-SXM2-32GB", None, (), "V100-SXM-32GB"),
+        # RTX A4000, in every spelling the bundled sources use (one id, not "A4000" and
+        # "RTXA4000-16GB")
+        ("A4000", None, (), "RTXA4000-16GB"),  # shadeform, paperspace
+        ("RTXA4000", None, (), "RTXA4000-16GB"),  # runpod
+        ("RTX A4000", None, (), "RTXA4000-16GB"),
+        ("NVIDIA RTX A4000", 16376, (), "RTXA4000-16GB"),  # vast's measured size
+        ("A4000", 16384, ("cudocompute__1xA4000_16GB",), "RTXA4000-16GB"),  # primeintellect
+        ("A16", 16384, ("vultr_A16x4",), "A16-16GB"),  # shadeform
     ],
 )
 def test_resolve_aliases(
@@ -103,6 +111,12 @@ def test_memory_that_matches_no_variant_is_reported(gpus: GpuCatalog) -> None:
         ("RTX6000", 24576, "RTX6000-24GB"),  # Quadro RTX 6000 (Turing), not the 6000 Ada
         ("A30", None, "A30"),
         ("RTX 4000 Ada Generation", 20480, "RTX4000ADA-20GB"),
+        # one spelling for the RTX A-series the table lacks: "RTX A5000" is NVIDIA's name
+        ("A5000", None, "RTXA5000"),
+        ("RTXA5000", 24576, "RTXA5000-24GB"),
+        ("A5000-24GB", None, "RTXA5000-24GB"),
+        ("RTX A4500", None, "RTXA4500"),
+        ("A800", 81920, "A800-80GB"),  # three digits: a data-centre part, no RTX prefix
     ],
 )
 def test_unknown_gpus_resolve_to_none_with_an_id(
@@ -116,10 +130,34 @@ def test_unknown_gpus_resolve_to_none_with_an_id(
 def test_table_has_every_spec_row_with_source_and_date(gpus: GpuCatalog) -> None:
     with SPECS.open(newline="") as fh:
         spec_ids = {row["gpu_id"] for row in csv.DictReader(fh)}
-    assert len(gpus.specs) == len(spec_ids) == 34
-    for spec in gpus.specs:
-        assert spec.source.startswith("gpu-specs:")
+    assert len(spec_ids) == 34
+    from_specs = [s for s in gpus.specs if s.source.startswith("gpu-specs:")]
+    extra = [s for s in gpus.specs if not s.source.startswith("gpu-specs:")]
+    assert len(from_specs) == 34
+    # GPUs of the bundled offers that gpu-specs lacks, each citing a public datasheet copy
+    assert sorted(s.id for s in extra) == ["A16-16GB", "RTXA4000-16GB"]
+    for spec in extra:
+        assert "datasheet" in spec.source
+        assert "https://" in spec.source
     assert gpus.as_of == "2026-11-30"
+
+
+def test_added_rows_carry_the_datasheet_figures(gpus: GpuCatalog) -> None:
+    a4000 = gpus.get("RTXA4000-16GB")
+    assert a4000 is not None
+    assert a4000.memory_bytes == 16 * GIB
+    assert a4000.memory_bandwidth_bytes_per_s == 448 * 10**9  # datasheet: 448 GB/s
+    assert a4000.fp32_tflops == 19.2
+    assert a4000.fp16_dense_tflops == 153.4 / 2  # "Tensor performance 153.4" is sparse
+    assert a4000.memory_exposed_bytes == 65504 // 4 * MIB  # vast: 4 GPUs, 65,504 MiB
+    assert a4000.tf32_dense_tflops is None  # not stated: left empty
+    a16 = gpus.get("A16-16GB")
+    assert a16 is not None
+    # the A16 datasheet is per board of four GPUs: 4 x 16 GB, 4 x 200 GB/s, 4 x 4.5 TFLOPS
+    assert a16.memory_bytes == 16 * GIB
+    assert a16.memory_bandwidth_bytes_per_s == 200 * 10**9
+    assert (a16.fp32_tflops, a16.tf32_dense_tflops, a16.fp16_dense_tflops) == (4.5, 9, 17.9)
+    assert a16.bf16_dense_tflops is None
 
 
 @pytest.mark.parametrize(

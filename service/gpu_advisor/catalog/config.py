@@ -79,7 +79,7 @@ class CatalogConfig(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     ttl_seconds: dict[str, float] = msgspec.field(default_factory=lambda: dict(DEFAULT_TTLS))
     last_good_ttl_seconds: Seconds = 7 * 86400.0
     redis_url: str | None = None
-    key_prefix: str = "gpu-advisor:v1"
+    key_prefix: str = "gpu-advisor:v2"
     refresh_lock_timeout_seconds: Seconds = 120.0
     refresh_wait_seconds: Seconds = 60.0
     revalidate_interval_seconds: Seconds = 5.0

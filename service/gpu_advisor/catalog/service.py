@@ -2,7 +2,8 @@
 
 * Start-up never waits on a remote source: the bundled snapshot is loaded first and served
   until a configured source has delivered (from the shared cache or a fetch).
-* Each source's normalised catalog is cached as msgpack under
+* Each source's normalised catalog is cached as compact msgpack
+  (:mod:`gpu_advisor.catalog.codec`: offers grouped by shape, about 70 bytes an offer) under
   ``<prefix>:catalog:<source>`` (TTL = the source's freshness TTL), with a last-good copy
   ``<prefix>:catalog:<source>:last-good`` (kept ``last_good_ttl_seconds``) and a small
   ``<prefix>:catalog:<source>:version`` key (the content hash) so replicas notice a newer
@@ -27,6 +28,7 @@ import hashlib
 import secrets
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -35,6 +37,12 @@ import msgspec
 from msgspec import Struct
 
 from gpu_advisor.catalog.cache import CatalogStore, MemoryStore, RedisStore, StoreError
+from gpu_advisor.catalog.codec import (
+    CachedCatalog,
+    CacheFormatError,
+    decode_catalog,
+    encode_catalog,
+)
 from gpu_advisor.catalog.config import CatalogConfig
 from gpu_advisor.catalog.gpu_table import load_gpu_catalog
 from gpu_advisor.catalog.http import make_client
@@ -55,6 +63,7 @@ from gpu_advisor.observer import NULL_OBSERVER, CatalogObserver
 
 __all__ = [
     "CacheHealth",
+    "CachedCatalog",
     "CatalogService",
     "CatalogSnapshot",
     "RefreshOutcome",
@@ -64,16 +73,6 @@ __all__ = [
 ]
 
 _POLL_SECONDS = 0.05
-
-
-class CachedCatalog(Struct, frozen=True, kw_only=True):
-    """What is stored per source (msgpack): version = content hash of the offers."""
-
-    version: str
-    stored_at: float
-    offers: tuple[Offer, ...]
-    stats: SourceStats
-    provenance: Provenance
 
 
 class SourceStatus(Struct, frozen=True, kw_only=True):
@@ -224,7 +223,10 @@ class CatalogService:
         self._revalidating = asyncio.Lock()
         self._loop_task: asyncio.Task[None] | None = None
         self._snapshot_versions: list[str] = []
-        self._index: tuple[str, OfferIndex] | None = None
+        # One worker thread builds query indexes; a concurrent future can be awaited from any
+        # event loop (tests drive the app from a second loop).
+        self._index_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="offer-index")
+        self._index: tuple[str, Future[OfferIndex]] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -254,6 +256,7 @@ class CatalogService:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        self._index_pool.shutdown(wait=False, cancel_futures=True)
         if self._client is not None:
             await self._client.aclose()
         with contextlib.suppress(Exception):
@@ -266,14 +269,22 @@ class CatalogService:
         return self._snapshot
 
     async def indexed(self) -> tuple[CatalogSnapshot, OfferIndex]:
-        """The snapshot and its query index (built once per catalog version, in a thread)."""
+        """The snapshot and its query index. The index is built once per catalog version in a
+        worker thread, started as soon as the version changes; concurrent callers share it."""
         snap = self._snapshot
-        cached = self._index
-        if cached is not None and cached[0] == snap.version:
-            return snap, cached[1]
-        index = await asyncio.to_thread(OfferIndex, snap.offers)
-        self._index = (snap.version, index)
-        return snap, index
+        return snap, await asyncio.shield(asyncio.wrap_future(self._index_for(snap)))
+
+    def _index_for(self, snap: CatalogSnapshot) -> Future[OfferIndex]:
+        building = self._index
+        failed = (
+            building is not None
+            and building[1].done()
+            and (building[1].cancelled() or building[1].exception() is not None)
+        )
+        if building is None or building[0] != snap.version or failed:
+            building = (snap.version, self._index_pool.submit(OfferIndex, snap.offers))
+            self._index = building
+        return building[1]
 
     @property
     def cache_degraded(self) -> bool:
@@ -344,16 +355,16 @@ class CatalogService:
             raw = await self._store_call(self._store.get(self._key(name, suffix)))
             if isinstance(raw, bytes):
                 try:
-                    entry = msgspec.msgpack.decode(raw, type=CachedCatalog)
-                except (msgspec.DecodeError, msgspec.ValidationError):
-                    continue  # a foreign or corrupt value: treat as a miss
+                    entry = decode_catalog(raw)
+                except CacheFormatError:
+                    continue  # a foreign, corrupt or older-layout value: treat as a miss
                 self._observer.cache_hit(self._backend)
                 return entry
         self._observer.cache_miss(self._backend)
         return None
 
     async def _write_entry(self, name: str, entry: CachedCatalog) -> None:
-        blob = msgspec.msgpack.encode(entry)
+        blob = encode_catalog(entry)
         ttl = self.config.ttl_for(name)
         keep = self.config.last_good_ttl_seconds
         await self._store_call(self._store.set(self._key(name), blob, ttl))
@@ -454,6 +465,8 @@ class CatalogService:
         self._snapshot = CatalogSnapshot(
             version=version, offers=offers, sources=tuple(statuses), degraded=self._degraded
         )
+        with contextlib.suppress(RuntimeError):  # RuntimeError: closed
+            self._index_for(self._snapshot)  # build the query index now, not on the first query
 
     # --- refresh -------------------------------------------------------------------------------
 

@@ -238,10 +238,12 @@ class GpuhuntSource:
 
         def work() -> SourceResult:
             try:
-                rows = parse_gpuhunt_zip(body, max_unpacked_bytes=self._limit)
+                catalog = parse_gpuhunt_zip(body, max_unpacked_bytes=self._limit)
             except GpuhuntFormatError as exc:
                 raise SourceError(f"{self._location}: {exc}") from exc
-            result = normalize_offers(rows, self._ctx, source=self.name, fetched_at=fetched_at)
+            result = normalize_offers(
+                catalog.rows, self._ctx, source=self.name, fetched_at=fetched_at
+            )
             return SourceResult(
                 offers=result.offers,
                 stats=result.stats,
@@ -249,6 +251,7 @@ class GpuhuntSource:
                     source=self.name,
                     fetched_at=fetched_at,
                     origins=(self._location,),
+                    upstream_as_of=catalog.version,
                     validators={self._location: validators},
                 ),
             )
@@ -290,11 +293,32 @@ def _blank_to_none(row: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if v in ("", None) else v) for k, v in row.items() if k}
 
 
+def _csv_items(text: str) -> list[dict[str, Any]]:
+    """CSV rows as dicts; a row with more or fewer fields than the header is an error (an
+    unquoted comma, or a file cut off mid-row), not a row to guess at."""
+    reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames:
+        raise SourceError("table CSV is empty (no header row)")
+    items: list[dict[str, Any]] = []
+    for row in reader:
+        if None in row:
+            raise SourceError(f"table line {reader.line_num}: more fields than the header")
+        if any(v is None for v in row.values()):
+            raise SourceError(
+                f"table line {reader.line_num}: fewer fields than the header (cut off?)"
+            )
+        items.append(row)
+        if len(items) > MAX_TABLE_ROWS:
+            break
+    return items
+
+
 def parse_table(text: str, *, yaml_format: bool) -> list[RawOffer]:
     """An operator's table -> raw rows.
 
     Raises:
-        SourceError: not CSV/YAML of the documented columns, or more than 200,000 rows.
+        SourceError: not CSV/YAML of the documented columns (naming the row and the field),
+            a CSV row whose field count differs from the header's, or more than 200,000 rows.
     """
     try:
         if yaml_format:
@@ -303,7 +327,7 @@ def parse_table(text: str, *, yaml_format: bool) -> list[RawOffer]:
             if not isinstance(items, list):
                 raise SourceError("table YAML must be a list of offers (or {offers: [...]})")
         else:
-            items = list(csv.DictReader(io.StringIO(text)))
+            items = _csv_items(text)
     except (yaml.YAMLError, csv.Error) as exc:
         raise SourceError(f"table unreadable: {exc}") from exc
     if len(items) > MAX_TABLE_ROWS:

@@ -8,6 +8,8 @@ Canonical ids are ``<MODEL>[-<FORM>]-<N>GB`` upper case (``H100-SXM-80GB``, ``L4
 Names from requests and from provider rows resolve through one function,
 :func:`resolve_gpu_detailed`, in this order of evidence:
 
+0. the whole name, compacted (upper case, separators dropped), equal to a listed id or alias
+   (``H100NVL`` = ``H100 NVL``; ``RTXA4000``) names that variant;
 1. tokens of the name itself: model, form (``SXM``/``PCIe``/``NVL``; ``MEGA`` and ``NVLink``
    mean SXM) and a memory size (``80GB``, ``80G``, ``80Gi``);
 2. the same tokens in hints (an instance-type name such as ``gpu_8x_a100_80gb_sxm4``) - a memory
@@ -287,7 +289,22 @@ def _compact(text: str) -> str:
     return "".join(t for t in _SPLIT.split(text[:_MAX_NAME_CHARS].upper()) if t)
 
 
+_RTX_A_SERIES = re.compile(r"^A\d{4}$")
+
+
+def unknown_model_key(model: str) -> str:
+    """One spelling for a model the GPU table lacks.
+
+    NVIDIA's RTX A-series workstation cards are named "RTX A4000", "RTX A5000" (NVIDIA product
+    pages); clouds write them "A5000" (shadeform, paperspace, primeintellect) or "RTXA5000"
+    (runpod, vast). A bare ``A`` + four digits is read as that series (data-centre A-parts
+    have two or three digits: A10, A16, A30, A100, A800).
+    """
+    return f"RTX{model}" if _RTX_A_SERIES.match(model) else model
+
+
 def _unknown_id(model: str, memory_gb: int | None) -> str:
+    model = unknown_model_key(model)
     return f"{model}-{memory_gb}GB" if memory_gb else model
 
 
@@ -310,7 +327,14 @@ def resolve_gpu_detailed(
         such offers flagged ``gpu_known=False``).
     """
     parsed = parse_gpu_name(name)
+    exact = catalog.by_alias.get(_compact(name))
     family = catalog.family_aliases.get(parsed.model)
+    if exact is not None:
+        # 0. the whole name is a listed id or alias ("H100NVL" = "H100 NVL", "RTXA4000"):
+        # it names one variant, whatever its tokens parse to.
+        spec = catalog.by_id[exact.upper()]
+        family = spec.family or parse_gpu_name(spec.id).model
+        return _resolution(catalog, spec, family, "name", memory_mib, parsed.model)
     if family is None:
         mem_gb = parsed.memory_gb
         if mem_gb is None and memory_mib:
@@ -359,14 +383,25 @@ def resolve_gpu_detailed(
         defaults = tuple(v for v in candidates if v.default_variant)
         candidates = (defaults[0] if defaults else candidates[0],)
         used.add("default")
-    chosen = candidates[0]
     basis: ResolutionBasis = "name"
     for weaker in ("hint", "memory", "default"):
         if weaker in used:
             basis = weaker
+    return _resolution(catalog, candidates[0], family, basis, memory_mib, parsed.model)
+
+
+def _resolution(
+    catalog: GpuCatalog,
+    chosen: GpuSpec,
+    family: str,
+    basis: ResolutionBasis,
+    memory_mib: int | None,
+    model: str,
+) -> Resolution:
+    """The chosen variant, with the reported memory checked against it (conflicts)."""
     conflicts: list[str] = []
     if memory_mib and not memory_matches(chosen, memory_mib):
-        if any(memory_matches(v, memory_mib) for v in variants):
+        if any(memory_matches(v, memory_mib) for v in catalog.variants(family)):
             conflicts.append("memory_contradicts_name")
         else:
             conflicts.append("memory_matches_no_variant")
@@ -375,7 +410,7 @@ def resolve_gpu_detailed(
         canonical_id=chosen.id,
         basis=basis,
         conflicts=tuple(conflicts),
-        model=parsed.model,
+        model=model,
     )
 
 

@@ -15,7 +15,9 @@ accelerator rows combined by the SkyPilot adapter); this module then, row by row
    (``memory_total_as_per_gpu``); a size that contradicts an explicit name is overruled by
    the name (``memory_contradicts_name``, skypilot-catalog PR #15); a size that fits no
    variant (host RAM in the GPU field) is ignored (``memory_implausible_ignored``). Unknown
-   GPUs are kept with ``gpu_known=False``;
+   GPUs are kept with ``gpu_known=False``; one spelling per unknown model
+   (:func:`~gpu_advisor.core.gpus.unknown_model_key`), and a name without a size takes the
+   batch's only size for that model (``gpu_id_size_from_batch``);
 4. scales per-GPU prices to per-instance prices when the source says they are per GPU
    (``price_per_gpu_scaled``);
 5. cleans spot prices: placeholders (>= 99,999 or <= 0, e.g. primeintellect 99999999 and
@@ -377,6 +379,32 @@ def _size_family(instance_type: str) -> str:
     return _COUNT_TOKEN.sub("N", instance_type)
 
 
+_SIZED_ID = re.compile(r"^(.+)-(\d+)GB$")
+
+
+def _unify_unknown_ids(rows: list[_Row], tally: _Tally) -> None:
+    """An unknown GPU named without a size (shadeform "A5000") takes the size the same model
+    has elsewhere in the batch ("RTXA5000-24GB") when that size is the only one seen; with
+    two or more sizes (RTX A2000 6 GB and 12 GB) it stays as named
+    (``gpu_id_size_from_batch``)."""
+    sizes: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        sized = _SIZED_ID.match(row.gpu)
+        if not row.gpu_known and sized is not None:
+            sizes[sized.group(1)].add(row.gpu)
+    for row in rows:
+        if row.gpu_known or _SIZED_ID.match(row.gpu):
+            continue
+        seen = sizes.get(row.gpu, set())
+        if len(seen) == 1:
+            row.gpu = next(iter(seen))
+            sized = _SIZED_ID.match(row.gpu)
+            if sized is not None and not row.memory_bytes:
+                row.memory_bytes = int(sized.group(2)) * 2**30
+                row.exposed_bytes = row.exposed_bytes or row.memory_bytes
+            tally.correct("gpu_id_size_from_batch", row.raw.ref)
+
+
 def _scale_unscaled_prices(rows: list[_Row], tally: _Tally) -> None:
     """Step 7: one price for every size of a family means the price is per GPU."""
     groups: dict[tuple[str, str, str, str], list[_Row]] = defaultdict(list)
@@ -490,6 +518,7 @@ def normalize_offers(
         row = _normalise_row(ctx, raw, tally)
         if row is not None:
             normalised.append(row)
+    _unify_unknown_ids(normalised, tally)
     _scale_unscaled_prices(normalised, tally)
     normalised = _drop_implausible(normalised, tally)
     groups: dict[tuple[str, str, str, str, int], list[_Row]] = defaultdict(list)
@@ -511,6 +540,37 @@ def normalize_offers(
         examples={k: list(v) for k, v in sorted(tally.examples.items())},
     )
     return NormalizedCatalog(offers=tuple(offers), stats=stats)
+
+
+def drop_unknown_gpus(
+    catalog: NormalizedCatalog, reason: str = "gpu_spec_unknown"
+) -> tuple[NormalizedCatalog, dict[str, int]]:
+    """Remove the offers of GPUs the table lacks, counting them under ``reason``.
+
+    Only for the bundled snapshot, whose GPUs must all have specs (issue 2 item 5); live
+    sources keep unknown GPUs flagged ``gpu_known=False``. Counted per offer (rows are
+    already collapsed), with up to ``EXAMPLES_PER_REASON`` examples.
+
+    Returns:
+        The catalog without those offers, and the dropped offers per GPU id.
+    """
+    dropped = Counter(o.gpu for o in catalog.offers if not o.gpu_known)
+    if not dropped:
+        return catalog, {}
+    kept = tuple(o for o in catalog.offers if o.gpu_known)
+    stats = catalog.stats
+    examples = dict(stats.examples)
+    examples[reason] = [
+        f"{o.provider}/{o.instance_type} ({o.gpu})" for o in catalog.offers if not o.gpu_known
+    ][:EXAMPLES_PER_REASON]
+    stats = structs.replace(
+        stats,
+        offers_out=len(kept),
+        dropped=dict(sorted({**stats.dropped, reason: sum(dropped.values())}.items())),
+        unknown_gpus={},
+        examples=dict(sorted(examples.items())),
+    )
+    return NormalizedCatalog(offers=kept, stats=stats), dict(sorted(dropped.items()))
 
 
 def restamp(offers: Iterable[Offer], **changes: object) -> tuple[Offer, ...]:
