@@ -1,6 +1,7 @@
 """Time ``recommend`` in process over a 50,000-offer catalog built from a seed.
 
-    python bench/bench_recommend.py [--offers 50000] [--seed 7] [--repeat 20] [--catalog synthetic]
+    python bench/bench_recommend.py [--offers 50000] [--seed 7] [--repeat 20]
+        [--catalog synthetic|bundled] [--memory real|stand-in]
 
 ``--catalog synthetic`` (default) draws the offers, seeded, from the bundled snapshot
 (``gpu_advisor/data/offers.csv``): each synthetic offer copies a real one (GPU, count,
@@ -116,7 +117,9 @@ def stand_in_estimate(
     )
 
 
-def estimator() -> tuple[Callable[..., MemoryBreakdown], str]:
+def estimator(kind: str = "real") -> tuple[Callable[..., MemoryBreakdown], str]:
+    if kind == "stand-in":
+        return stand_in_estimate, "stand-in estimator (isolates the planner's own cost)"
     try:
         from gpu_advisor.core.memory import estimate_memory  # type: ignore[attr-defined]
     except ImportError:
@@ -172,13 +175,21 @@ def cases() -> list[tuple[str, RecommendationRequest]]:
     ]
 
 
-def main(offers: int = 50_000, seed: int = 7, repeat: int = 20, catalog: str = "synthetic") -> None:
+def main(
+    offers: int = 50_000,
+    seed: int = 7,
+    repeat: int = 20,
+    catalog: str = "synthetic",
+    memory: str = "real",
+) -> None:
+    """``--catalog synthetic|bundled``; ``--memory real|stand-in`` (the stand-in costs almost
+    nothing, so the timing is the planner's own)."""
     catalog_offers = (
         list(bundled_offers()) if catalog == "bundled" else synthetic_catalog(offers, seed)
     )
     gpus = load_gpu_catalog().by_id
     providers = load_providers()
-    estimate, estimator_name = estimator()
+    estimate, estimator_name = estimator(memory)
     start = time.perf_counter()
     index = build_recommendation_index(catalog_offers)
     built = time.perf_counter() - start
