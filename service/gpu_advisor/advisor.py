@@ -20,7 +20,7 @@ from gpu_advisor.core.gpus import GpuCatalog, GpuSpec, resolve_gpu
 from gpu_advisor.core.memory import estimate_memory
 from gpu_advisor.core.models import resolve_model
 from gpu_advisor.core.offers import ProviderInfo
-from gpu_advisor.core.planner import OfferIndex, build_offer_index, recommend
+from gpu_advisor.core.planner import RecommendationIndex, build_recommendation_index, recommend
 from gpu_advisor.core.results import (
     CatalogInfo,
     ModelSummary,
@@ -102,10 +102,10 @@ class Advisor:
         self.providers = dict(providers) if providers is not None else dict(catalog.providers)
         # The planner's index of the catalog, rebuilt once per catalog version (content hash)
         # and shared by all requests; a lock makes concurrent first requests build it once.
-        self._index: tuple[str, OfferIndex] | None = None
+        self._index: tuple[str, RecommendationIndex] | None = None
         self._index_lock = asyncio.Lock()
 
-    async def _planner_index(self) -> tuple[CatalogSnapshot, OfferIndex]:
+    async def _planner_index(self) -> tuple[CatalogSnapshot, RecommendationIndex]:
         snapshot = await self.catalog.snapshot()
         cached = self._index
         if cached is not None and cached[0] == snapshot.version:
@@ -113,7 +113,7 @@ class Advisor:
         async with self._index_lock:
             cached = self._index
             if cached is None or cached[0] != snapshot.version:
-                index = await asyncio.to_thread(build_offer_index, snapshot.offers)
+                index = await asyncio.to_thread(build_recommendation_index, snapshot.offers)
                 cached = (snapshot.version, index)
                 self._index = cached
         return snapshot, cached[1]
