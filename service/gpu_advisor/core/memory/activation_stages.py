@@ -7,7 +7,7 @@ GPU holds and adds the tensors outside the layers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 from msgspec import Struct
@@ -17,6 +17,7 @@ from gpu_advisor.core.memory.activations import (
     MASK_BYTES,
     TOKEN_ID_BYTES,
     ActivationSetup,
+    LayerActivations,
     LayerKind,
     layer_activations,
 )
@@ -94,6 +95,7 @@ def stage_activations(
     first_stage: bool,
     last_stage: bool,
     micro_batches_in_flight: int = 1,
+    inventories: Mapping[LayerKind, LayerActivations] | None = None,
 ) -> StageActivations:
     """Activations of one pipeline stage.
 
@@ -105,6 +107,8 @@ def stage_activations(
         last_stage: holds the head and the loss.
         micro_batches_in_flight: 1F1B keeps up to PP micro-batches on the first stage
             (Narayanan et al. 2021, arXiv 2104.04473, section 2.2.1; Korthikanti section 4.2.3).
+        inventories: per layer kind, :func:`layer_activations` for this ``setup`` already
+            computed (the stages of one plan share them); computed here when absent.
     """
     eb = setup.act_bytes
     tokens = setup.sequence * setup.batch
@@ -120,7 +124,8 @@ def stage_activations(
     for kind, count in layers:
         if count <= 0:
             continue
-        layer = layer_activations(arch, setup, kind)
+        known = inventories.get(kind) if inventories is not None else None
+        layer = known if known is not None else layer_activations(arch, setup, kind)
         if setup.recompute == "full":
             layer_setup = setup
             if kind.cross_attention and setup.decoder_sequence is not None:
@@ -174,28 +179,43 @@ def layer_kinds(
 
     MoE layers are the last ``num_moe_layers`` decoder layers (dense-first layers, DeepSeek-V3
     ``first_k_dense_replace``); a layer is ``windowed`` when its sliding window is shorter than
-    the sequence.
+    the sequence. Kinds are listed in the order of their first layer. Without sliding windows
+    the counts are interval arithmetic; with them one pass over the window pattern.
     """
     if arch.encoder_only:
         enc, dec = arch.num_layers, 0
     else:
         enc, dec = arch.num_encoder_layers, arch.num_layers
-    first_moe = dec - (arch.num_moe_layers if arch.is_moe else 0)
-    if arch.is_moe and arch.num_moe_layers == 0:
+    moe_model = arch.is_moe
+    first_moe = dec - (arch.num_moe_layers if moe_model else 0)
+    if moe_model and arch.num_moe_layers == 0:
         first_moe = 0
+    start, end = layer_range
+    # None: an encoder layer; (moe, windowed): a decoder layer
+    counts: dict[tuple[bool, bool] | None, int] = {}
+    encoder_end = min(end, enc)
+    if start < encoder_end:
+        counts[None] = encoder_end - start
+    d0, d1 = max(start, enc) - enc, end - enc
     windows = arch.layer_windows
-    counts: dict[LayerKind, int] = {}
-    for index in range(layer_range[0], layer_range[1]):
-        if index < enc:
-            kind = LayerKind(stack="encoder")
-        else:
-            j = index - enc
-            window = windows[j % len(windows)] if windows else None
-            kind = LayerKind(
-                stack="decoder",
-                moe=arch.is_moe and j >= first_moe,
-                cross_attention=enc > 0,
-                windowed=window is not None and window < sequence,
-            )
-        counts[kind] = counts.get(kind, 0) + 1
-    return list(counts.items())
+    if d0 < d1 and windows:
+        period = len(windows)
+        short = [w is not None and w < sequence for w in windows]
+        for j in range(d0, d1):
+            key = (moe_model and j >= first_moe, short[j % period])
+            counts[key] = counts.get(key, 0) + 1
+    elif d0 < d1:
+        split = min(max(first_moe, d0), d1) if moe_model else d1
+        if split > d0:
+            counts[(False, False)] = split - d0
+        if d1 > split:
+            counts[(True, False)] = d1 - split
+    return [
+        (
+            LayerKind(stack="encoder")
+            if key is None
+            else LayerKind(stack="decoder", moe=key[0], cross_attention=enc > 0, windowed=key[1]),
+            count,
+        )
+        for key, count in counts.items()
+    ]

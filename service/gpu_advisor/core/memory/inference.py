@@ -42,7 +42,7 @@ from gpu_advisor.core.memory.kv_cache import (
     kv_cache_bytes,
     kv_cache_bytes_per_token,
 )
-from gpu_advisor.core.memory.layout import ShardParams, shard_params, stage_ranges
+from gpu_advisor.core.memory.layout import ShardParams, shard_params, stage_range
 from gpu_advisor.core.memory.overhead import OverheadModel, runtime_overhead_bytes
 from gpu_advisor.core.memory.validate import total_stack_layers
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
@@ -194,8 +194,7 @@ def stage_breakdown(
     weights = sum(parts.values())
     kv_b = kv_element_bytes(workload, wplan)
     act_b = activation_bytes(wplan)
-    ranges = stage_ranges(total_stack_layers(arch), plan.pipeline_parallel)
-    start, end = ranges[stage]
+    start, end = stage_range(total_stack_layers(arch), plan.pipeline_parallel, stage)
     enc = 0 if arch.encoder_only else arch.num_encoder_layers
     dec_range = (max(0, start - enc), max(0, end - enc))
     context = workload.context_length

@@ -123,6 +123,16 @@ def stage_ranges(total_layers: int, pipeline_parallel: int) -> list[tuple[int, i
     return ranges
 
 
+def stage_range(total_layers: int, pipeline_parallel: int, stage: int) -> tuple[int, int]:
+    """The [start, end) layer range of one stage: ``stage_ranges(...)[stage]`` in O(1).
+
+    Example: 62 layers over 4 stages, stage 2 -> (32, 47).
+    """
+    base, extra = divmod(total_layers, pipeline_parallel)
+    start = stage * base + min(stage, extra)
+    return start, start + base + (1 if stage < extra else 0)
+
+
 def _module_range(
     module: LinearModule, encoder_layers: int, decoder_layers: int
 ) -> tuple[int, int]:
@@ -187,9 +197,8 @@ def shard_params(arch: Architecture, plan: ParallelPlan, stage: int) -> ShardPar
     pp = plan.pipeline_parallel
     enc, dec = stack_layers(arch)
     total_layers = enc + dec
-    ranges = stage_ranges(total_layers, pp)
-    stage_range = ranges[stage]
-    layers_here = stage_range[1] - stage_range[0]
+    here = stage_range(total_layers, pp, stage)
+    layers_here = here[1] - here[0]
     first, last = stage == 0, stage == pp - 1
 
     counts = arch.parameters
@@ -206,7 +215,7 @@ def shard_params(arch: Architecture, plan: ParallelPlan, stage: int) -> ShardPar
     largest = 0
     block = 0
     for module in arch.linears:
-        n_layers = _overlap(_module_range(module, enc, dec), stage_range)
+        n_layers = _overlap(_module_range(module, enc, dec), here)
         if n_layers == 0:
             continue
         w_one, rows_one = _tp_divisor_elements(module, arch, tp)

@@ -24,6 +24,8 @@ Conventions (documented defaults):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import msgspec
 from msgspec import Struct
 
@@ -33,10 +35,16 @@ from gpu_advisor.core.memory.activation_stages import (
     layer_kinds,
     stage_activations,
 )
-from gpu_advisor.core.memory.activations import ActivationSetup, Trainable
+from gpu_advisor.core.memory.activations import (
+    ActivationSetup,
+    LayerActivations,
+    LayerKind,
+    Trainable,
+    layer_activations,
+)
 from gpu_advisor.core.memory.formats import NF4, elements_bytes
 from gpu_advisor.core.memory.kernels import MEGATRON, Kernels, kernels_for
-from gpu_advisor.core.memory.layout import ShardParams, shard_params, stage_ranges
+from gpu_advisor.core.memory.layout import ShardParams, shard_params, stage_range
 from gpu_advisor.core.memory.lora import AdapterCounts, adapter_counts
 from gpu_advisor.core.memory.model_states import (
     ZERO_STAGE,
@@ -142,7 +150,8 @@ def _stage(
     capacity_bytes: int | None,
     gpus_per_node: int,
     overhead: OverheadModel,
-    kernels: Kernels,
+    setup: ActivationSetup,
+    inventories: Mapping[LayerKind, LayerActivations],
 ) -> _StageResult:
     prec = workload.precision
     sharding = effective_sharding(workload, plan)
@@ -238,7 +247,7 @@ def _stage(
     details["optimizer.master_weights_bytes"] = master_gpu
     details["optimizer.state_bytes"] = opt_gpu
 
-    acts = _activations(arch, workload, plan, stage, adapters, kernels)
+    acts = _activations(arch, workload, plan, stage, setup, inventories)
     details["activations.saved_bytes"] = acts.saved
     details["activations.logits_buffer_bytes"] = acts.loss_saved + acts.logits_transient
     details["activations.recompute_working_set_bytes"] = acts.recompute_working_set
@@ -278,14 +287,14 @@ def _base_weights(arch: Architecture, workload: TrainingWorkload, shard: ShardPa
     return _Split(dense=shard.non_routed * wb, routed=shard.routed * wb)
 
 
-def _activations(
+def _activation_setup(
     arch: Architecture,
     workload: TrainingWorkload,
     plan: ParallelPlan,
-    stage: int,
     adapters: AdapterCounts | None,
     kernels: Kernels,
-) -> StageActivations:
+) -> ActivationSetup:
+    """The activation inputs of a plan (the same on every pipeline stage)."""
     if workload.method == "full" or adapters is None:
         trainable = Trainable(all_linear=True)
     else:
@@ -299,7 +308,7 @@ def _activations(
             # fp32 adapters (PEFT's default) on a 16-bit model: each adapter casts its input
             adapter_input_copies=workload.precision in ("bf16-mixed", "fp16-mixed"),
         )
-    setup = ActivationSetup(
+    return ActivationSetup(
         sequence=workload.sequence_length,
         batch=workload.micro_batch_size,
         act_bytes=4 if workload.precision == "fp32" else 2,
@@ -311,14 +320,25 @@ def _activations(
         recompute=workload.gradient_checkpointing,
         decoder_sequence=workload.target_sequence_length,
     )
-    ranges = stage_ranges(total_stack_layers(arch), plan.pipeline_parallel)
+
+
+def _activations(
+    arch: Architecture,
+    workload: TrainingWorkload,
+    plan: ParallelPlan,
+    stage: int,
+    setup: ActivationSetup,
+    inventories: Mapping[LayerKind, LayerActivations],
+) -> StageActivations:
+    here = stage_range(total_stack_layers(arch), plan.pipeline_parallel, stage)
     return stage_activations(
         arch,
         setup,
-        layers=layer_kinds(arch, ranges[stage], workload.sequence_length),
+        layers=layer_kinds(arch, here, workload.sequence_length),
         first_stage=stage == 0,
         last_stage=stage == plan.pipeline_parallel - 1,
         micro_batches_in_flight=_micro_batches_in_flight(workload, plan, stage),
+        inventories=inventories,
     )
 
 
@@ -339,6 +359,13 @@ def training_breakdown(
         else None
     )
     chosen = kernels or activation_kernels(arch, plan)
+    setup = _activation_setup(arch, workload, plan, adapters, chosen)
+    # every stage's layers are of these kinds; their inventories do not depend on the stage
+    everything = (0, total_stack_layers(arch))
+    inventories = {
+        kind: layer_activations(arch, setup, kind)
+        for kind, _ in layer_kinds(arch, everything, workload.sequence_length)
+    }
     best: _StageResult | None = None
     for stage in range(plan.pipeline_parallel):
         result = _stage(
@@ -350,7 +377,8 @@ def training_breakdown(
             capacity_bytes=capacity_bytes,
             gpus_per_node=gpus_per_node,
             overhead=overhead,
-            kernels=chosen,
+            setup=setup,
+            inventories=inventories,
         )
         if best is None or result.total > best.total:
             best = result
