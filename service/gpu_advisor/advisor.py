@@ -20,7 +20,12 @@ from gpu_advisor.core.gpus import GpuCatalog, GpuSpec, resolve_gpu
 from gpu_advisor.core.memory import estimate_memory
 from gpu_advisor.core.models import resolve_model
 from gpu_advisor.core.offers import ProviderInfo
-from gpu_advisor.core.planner import RecommendationIndex, build_recommendation_index, recommend
+from gpu_advisor.core.planner import (
+    MEMORY_CAPACITY_RULE,
+    RecommendationIndex,
+    build_recommendation_index,
+    recommend,
+)
 from gpu_advisor.core.results import (
     CatalogInfo,
     ModelSummary,
@@ -135,7 +140,15 @@ class Advisor:
         if constraints is not request.constraints:
             request = msgspec.structs.replace(request, constraints=constraints)
         snapshot, index = await self._planner_index()
-        result = recommend(arch, request, index, self.gpus.by_id, self.providers, estimate_memory)
+        result = recommend(
+            arch,
+            request,
+            index,
+            self.gpus.by_id,
+            self.providers,
+            estimate_memory,
+            capacity_rule=MEMORY_CAPACITY_RULE,
+        )
         return RecommendationResponse(
             model=model_summary(arch),
             objective=result.objective,

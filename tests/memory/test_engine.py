@@ -7,6 +7,8 @@ import pytest
 from mem_data import GIB, arch, bug_case
 
 from gpu_advisor.core.memory import (
+    at_capacity,
+    capacity_class,
     estimate_memory,
     kv_pool_check,
     max_concurrency,
@@ -19,7 +21,7 @@ from gpu_advisor.core.memory.engine import (
     vllm_reservation,
 )
 from gpu_advisor.core.results import ParallelPlan
-from gpu_advisor.core.spec import InferenceWorkload
+from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
 
 RTX3090 = int(23.58 * GIB)  # the exposed memory in the vllm#10517 log
 
@@ -150,3 +152,46 @@ def test_generic_engine_fits_the_whole_requirement():
         ParallelPlan(),
     )
     assert fits.total_bytes <= 40 * GIB
+
+
+def test_capacity_class_follows_the_vllm_large_gpu_default():
+    serve = InferenceWorkload()
+    # vLLM's batch defaults change at 70 GiB (EngineArgs.get_batch_defaults)
+    assert capacity_class(serve, 70 * GIB)
+    assert capacity_class(serve, None)
+    assert not capacity_class(serve, 70 * GIB - 1)
+    # the generic engine and training never depend on the capacity
+    assert capacity_class(InferenceWorkload(engine="generic"), 24 * GIB)
+    assert capacity_class(TrainingWorkload(), 24 * GIB)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(80 * GIB, int(139.8 * GIB)), (int(22.4 * GIB), int(44.4 * GIB))],
+)
+def test_at_capacity_moves_only_the_reservation_and_headroom(first, second):
+    a = arch("meta-llama--Llama-3.1-8B")
+    w = InferenceWorkload(context_length=8192, concurrency=4, gpu_memory_utilization=0.9)
+    plan = ParallelPlan(tensor_parallel=2)
+    on_first = estimate_memory(a, w, plan, capacity_bytes=first)
+    moved = at_capacity(on_first, w, second)
+    assert moved == estimate_memory(a, w, plan, capacity_bytes=second)
+    assert moved.total_bytes == on_first.total_bytes  # the requirement is the same
+    # the reservation is 0.9 x capacity; everything it holds besides the KV pool is unchanged
+    assert moved.engine_reserved_bytes == int(second * 0.9)
+    assert moved.kv_pool_bytes - on_first.kv_pool_bytes == int(second * 0.9) - int(first * 0.9)
+    assert moved.headroom_fraction == 1 - on_first.total_bytes / second
+
+
+def test_at_capacity_refuses_another_capacity_class():
+    a = arch("meta-llama--Llama-3.1-8B")
+    w = InferenceWorkload()
+    large = estimate_memory(a, w, ParallelPlan(), capacity_bytes=80 * GIB)
+    # a 24 GB GPU gets vLLM's small batch defaults: its requirement differs, re-estimate it
+    with pytest.raises(ValueError, match="capacity class"):
+        at_capacity(large, w, 24 * 10**9)
+    training = TrainingWorkload(method="qlora")
+    need = estimate_memory(a, training, ParallelPlan())
+    assert at_capacity(need, training, 24 * GIB) == estimate_memory(
+        a, training, ParallelPlan(), capacity_bytes=24 * GIB
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpu_advisor.core.memory import estimate_memory
 from gpu_advisor.core.models.resolve import resolve_model
-from gpu_advisor.core.planner import recommend
+from gpu_advisor.core.planner import MEMORY_CAPACITY_RULE, recommend
 from gpu_advisor.core.spec import InferenceWorkload, ModelSpec, TrainingWorkload
 
 from .fixtures import GIB, GPUS, INFINIBAND, MIB, make_offer, make_request
@@ -103,3 +103,32 @@ def test_mixtral_bf16_does_not_fit_one_80gb_gpu() -> None:
         "A100-SXM-80GB",
         "H100-SXM-80GB",
     }
+
+
+def test_capacity_rule_asks_once_per_capacity_class_with_the_same_answer() -> None:
+    # vLLM serving: the requirement depends on the GPU only through vLLM's batch defaults
+    # (>= 70 GiB or not), so the two 80 GB GPUs share one estimate per plan, and the 24, 40
+    # and 48 GB GPUs (small class) another; the result is the same as asking per capacity.
+    workload = InferenceWorkload(context_length=8192, concurrency=8)
+    offers = [
+        *SINGLE_GPU_OFFERS,
+        make_offer("A100-PCIE-40GB", 1, interconnect="pcie", price=1.5, instance_type="a40"),
+        make_offer("RTXA6000-48GB", 1, interconnect="pcie", price=1.1, instance_type="a6000"),
+    ]
+    calls: list[int | None] = []
+
+    def counted(arch, workload, plan, *, capacity_bytes=None):  # type: ignore[no-untyped-def]
+        calls.append(capacity_bytes)
+        return estimate_memory(arch, workload, plan, capacity_bytes=capacity_bytes)
+
+    request = make_request(workload)
+    per_capacity = recommend(LLAMA_8B, request, offers, GPUS, {}, counted)
+    asked_per_capacity = len(calls)
+    calls.clear()
+    by_class = recommend(
+        LLAMA_8B, request, offers, GPUS, {}, counted, capacity_rule=MEMORY_CAPACITY_RULE
+    )
+    assert by_class == per_capacity
+    # one plan (a single GPU) per GPU: 6 capacities -> 2 classes
+    assert asked_per_capacity == 6
+    assert len(calls) == 2

@@ -29,7 +29,7 @@ from gpu_advisor.core.memory import estimate_memory, max_concurrency, max_contex
 from gpu_advisor.core.memory.inference import kv_element_bytes, weight_plan
 from gpu_advisor.core.memory.kv_cache import kv_cache_bytes_per_token
 from gpu_advisor.core.offers import Interconnect, Network, Offer, ProviderInfo
-from gpu_advisor.core.planner import recommend
+from gpu_advisor.core.planner import MEMORY_CAPACITY_RULE, recommend
 from gpu_advisor.core.planner.recommend import RecommendationResult
 from gpu_advisor.core.results import (
     MemoryBreakdown,
@@ -167,7 +167,13 @@ def _plan_on_reference(
         top_k=1,
     )
     return recommend(
-        arch, ask, offers, gpus, {REFERENCE_PROVIDER.name: REFERENCE_PROVIDER}, estimate_memory
+        arch,
+        ask,
+        offers,
+        gpus,
+        {REFERENCE_PROVIDER.name: REFERENCE_PROVIDER},
+        estimate_memory,
+        capacity_rule=MEMORY_CAPACITY_RULE,
     )
 
 

@@ -7,6 +7,8 @@ in ``training`` and ``inference``; the entry points are in ``estimate``.
 
 from gpu_advisor.core.memory.engine import KvPoolCheck
 from gpu_advisor.core.memory.estimate import (
+    at_capacity,
+    capacity_class,
     estimate_memory,
     kv_pool_check,
     max_concurrency,
@@ -24,6 +26,8 @@ __all__ = [
     "EAGER_LOADING_OVERHEAD",
     "KvPoolCheck",
     "OverheadModel",
+    "at_capacity",
+    "capacity_class",
     "estimate_memory",
     "kv_pool_check",
     "max_concurrency",

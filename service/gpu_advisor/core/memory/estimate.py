@@ -16,14 +16,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
+import msgspec
 from msgspec import Struct
 
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.errors import InvalidSpecError
 from gpu_advisor.core.memory.engine import (
+    VLLM_LARGE_GPU_BYTES,
     KvPoolCheck,
     block_rounded_tokens,
     forward_bytes_per_token,
+    vllm_reservation,
 )
 from gpu_advisor.core.memory.inference import (
     activation_bytes,
@@ -96,6 +99,67 @@ def estimate_memory(
             return inference_breakdown(
                 arch, workload, plan, capacity_bytes=capacity_bytes, overhead=overhead
             )
+
+
+def capacity_class(workload: Workload, capacity_bytes: int | None) -> bool:
+    """Which GPU capacities share one requirement for ``workload``.
+
+    Two capacities of the same class give the same :func:`estimate_memory` requirement (every
+    term, ``total_bytes`` and ``details``); they differ only in what depends on the capacity
+    itself: ``capacity_bytes``, ``headroom_fraction`` and, for a vLLM-style engine, the
+    reservation and KV pool -- :func:`at_capacity` derives those. The only capacity-dependent
+    inputs of the requirement are vLLM's server defaults of ``max_num_batched_tokens`` and
+    ``max_num_seqs``, larger on GPUs of at least 70 GiB (:mod:`.engine`,
+    ``EngineArgs.get_batch_defaults``); no capacity counts as a large GPU.
+
+    Returns:
+        True for the large-GPU class (always True where the capacity does not matter).
+    """
+    if isinstance(workload, InferenceWorkload) and workload.engine == "vllm":
+        return capacity_bytes is None or capacity_bytes >= VLLM_LARGE_GPU_BYTES
+    return True
+
+
+def at_capacity(
+    breakdown: MemoryBreakdown, workload: Workload, capacity_bytes: int
+) -> MemoryBreakdown:
+    """``breakdown`` of a plan re-based on a GPU exposing ``capacity_bytes``, without
+    re-estimating: equal to ``estimate_memory(..., capacity_bytes=capacity_bytes)`` when
+    ``breakdown`` was estimated for a capacity of the same :func:`capacity_class` (or none).
+
+    Fills ``capacity_bytes`` and ``headroom_fraction``; for ``engine="vllm"`` also
+    ``engine_reserved_bytes`` and ``kv_pool_bytes`` from the breakdown's weights, activation
+    peak, non-torch and CUDA-graph bytes (:func:`.engine.vllm_reservation`).
+
+    Raises:
+        ValueError: ``capacity_bytes`` is not positive, or belongs to another capacity class
+            than the one ``breakdown`` was estimated for.
+    """
+    if capacity_bytes <= 0:
+        raise ValueError(f"capacity_bytes must be positive, got {capacity_bytes}")
+    reserved = pool = None
+    if isinstance(workload, InferenceWorkload) and workload.engine == "vllm":
+        known = breakdown.capacity_bytes or None
+        if capacity_class(workload, known) != capacity_class(workload, capacity_bytes):
+            raise ValueError("breakdown was estimated for another capacity class")
+        details = breakdown.details
+        reservation = vllm_reservation(
+            capacity_bytes=capacity_bytes,
+            gpu_memory_utilization=workload.gpu_memory_utilization,
+            weights_bytes=breakdown.weights_bytes,
+            activation_peak_bytes=breakdown.activations_bytes,
+            non_torch_bytes=details["overhead.non_torch_bytes"],
+            cuda_graph_bytes=details["overhead.cuda_graph_bytes"],
+        )
+        reserved = reservation.reserved_bytes
+        pool = max(0, reservation.kv_pool_bytes)
+    return msgspec.structs.replace(
+        breakdown,
+        capacity_bytes=capacity_bytes,
+        headroom_fraction=1 - breakdown.total_bytes / capacity_bytes,
+        engine_reserved_bytes=reserved,
+        kv_pool_bytes=pool,
+    )
 
 
 class _ServingStage(Struct, frozen=True, kw_only=True):
@@ -297,6 +361,8 @@ def kv_pool_check(
 
 
 __all__ = [
+    "at_capacity",
+    "capacity_class",
     "estimate_memory",
     "kv_pool_check",
     "max_concurrency",

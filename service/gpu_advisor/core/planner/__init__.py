@@ -5,11 +5,17 @@ version (:func:`build_recommendation_index`) and pass it instead of the offer li
 50,000 offers in milliseconds. The memory estimator is injected (:class:`MemoryEstimator`).
 """
 
-from gpu_advisor.core.planner.estimator import MemoryEstimator
+from gpu_advisor.core.planner.estimator import (
+    MEMORY_CAPACITY_RULE,
+    CapacityRule,
+    MemoryEstimator,
+)
 from gpu_advisor.core.planner.index import RecommendationIndex, build_recommendation_index
 from gpu_advisor.core.planner.recommend import RecommendationResult, recommend
 
 __all__ = [
+    "MEMORY_CAPACITY_RULE",
+    "CapacityRule",
     "MemoryEstimator",
     "RecommendationIndex",
     "RecommendationResult",

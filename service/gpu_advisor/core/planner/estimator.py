@@ -3,17 +3,21 @@
 The planner never sizes memory itself: it asks an estimator for the per-GPU requirement of a
 candidate plan. Production wires :func:`gpu_advisor.core.memory.estimate_memory`; tests pass a
 small estimator whose arithmetic is written out in the test. A per-request memo avoids asking
-twice for the same plan: many offer groups share the plan shapes and GPU capacities.
+twice for the same plan: many offer groups share the plan shapes and GPU capacities, and a
+:class:`CapacityRule` (:data:`MEMORY_CAPACITY_RULE` for the real estimator) derives the
+breakdown on another GPU capacity without asking again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from typing import Protocol
 
-from msgspec import structs
+from msgspec import Struct, structs
 
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.errors import InvalidSpecError
+from gpu_advisor.core.memory import at_capacity, capacity_class
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
 from gpu_advisor.core.spec import InferenceWorkload, Workload
 
@@ -45,52 +49,94 @@ class MemoryEstimator(Protocol):
     ) -> MemoryBreakdown: ...
 
 
+class CapacityRule(Struct, frozen=True):
+    """How an estimator's breakdown depends on the GPU's capacity, so one estimate serves
+    every GPU of a capacity class.
+
+    Attributes:
+        capacity_class: ``(workload, capacity_bytes | None) -> key``; capacities with equal
+            keys have the same requirement.
+        at_capacity: ``(breakdown, workload, capacity_bytes) -> breakdown`` -- a breakdown of
+            the same class re-based on ``capacity_bytes`` (capacity, headroom, engine
+            reservation, KV pool), equal to asking the estimator again.
+    """
+
+    capacity_class: Callable[[Workload, int | None], Hashable]
+    at_capacity: Callable[[MemoryBreakdown, Workload, int], MemoryBreakdown]
+
+
+MEMORY_CAPACITY_RULE = CapacityRule(capacity_class=capacity_class, at_capacity=at_capacity)
+"""The capacity rule of :func:`gpu_advisor.core.memory.estimate_memory`: only vLLM's batch
+defaults (GPUs of at least 70 GiB) change the requirement."""
+
+
 class MemoMemory:
     """Memoises one estimator for one request (``arch`` and ``workload`` are fixed).
 
-    Not shared between requests: it lives as long as one ``recommend`` call.
+    The estimator is asked once per plan and capacity class; other capacities of the class
+    are derived (:class:`CapacityRule`). Without a rule, capacities are derived only where the
+    capacity cannot matter (training, the generic serving engine: it fills
+    ``capacity_bytes``/``headroom_fraction`` alone), and a vLLM-style engine is asked per
+    capacity. Not shared between requests: it lives as long as one ``recommend`` call.
     """
 
-    def __init__(self, estimate: MemoryEstimator, arch: Architecture, workload: Workload) -> None:
+    def __init__(
+        self,
+        estimate: MemoryEstimator,
+        arch: Architecture,
+        workload: Workload,
+        rule: CapacityRule | None = None,
+    ) -> None:
         self._estimate = estimate
         self._arch = arch
         self._workload = workload
+        self._rule = rule
         self._cache: dict[tuple[ParallelPlan, int | None], MemoryBreakdown | None] = {}
+        self._bases: dict[tuple[ParallelPlan, Hashable], MemoryBreakdown | None] = {}
         self.calls = 0
         self._capacity_matters = isinstance(workload, InferenceWorkload) and (
             workload.engine == "vllm"
         )
 
+    def _class(self, capacity_bytes: int | None) -> Hashable:
+        if self._rule is not None:
+            return self._rule.capacity_class(self._workload, capacity_bytes)
+        return capacity_bytes if self._capacity_matters else None
+
+    def _rebase(self, base: MemoryBreakdown, capacity_bytes: int) -> MemoryBreakdown:
+        if self._rule is not None:
+            return self._rule.at_capacity(base, self._workload, capacity_bytes)
+        return structs.replace(
+            base,
+            capacity_bytes=capacity_bytes,
+            headroom_fraction=1 - base.total_bytes / capacity_bytes,
+        )
+
     def __call__(
         self, plan: ParallelPlan, capacity_bytes: int | None = None
     ) -> MemoryBreakdown | None:
-        """The breakdown of ``plan``, or None when the estimator says the plan cannot run the
-        model (an :class:`InvalidSpecError` about a ``plan.*`` field: the search then skips it).
-        Errors about the workload itself propagate: they are the caller's to fix."""
-        key = (plan, capacity_bytes)
+        """The breakdown of ``plan`` (on a GPU exposing ``capacity_bytes``), or None when the
+        estimator says the plan cannot run the model (an :class:`InvalidSpecError` about a
+        ``plan.*`` field: the search then skips it). Errors about the workload itself
+        propagate: they are the caller's to fix."""
+        key = (plan, capacity_bytes or None)
         if key in self._cache:
             return self._cache[key]
-        if capacity_bytes and not self._capacity_matters:
-            # The capacity only fills capacity_bytes / headroom_fraction here (no engine
-            # reservation outside vLLM serving): derive them instead of asking again.
-            need = self(plan)
-            derived = None
-            if need is not None:
-                derived = structs.replace(
-                    need,
-                    capacity_bytes=capacity_bytes,
-                    headroom_fraction=1 - need.total_bytes / capacity_bytes,
-                )
-            self._cache[key] = derived
-            return derived
+        base_key = (plan, self._class(capacity_bytes or None))
+        if capacity_bytes and base_key in self._bases:
+            base = self._bases[base_key]
+            found = None if base is None else self._rebase(base, capacity_bytes)
+        else:
+            found = self._ask(plan, capacity_bytes or None)
+            self._bases.setdefault(base_key, found)
+        self._cache[key] = found
+        return found
+
+    def _ask(self, plan: ParallelPlan, capacity_bytes: int | None) -> MemoryBreakdown | None:
         self.calls += 1
         try:
-            found: MemoryBreakdown | None = self._estimate(
-                self._arch, self._workload, plan, capacity_bytes=capacity_bytes
-            )
+            return self._estimate(self._arch, self._workload, plan, capacity_bytes=capacity_bytes)
         except InvalidSpecError as error:
             if not (error.field or "").startswith("plan."):
                 raise
-            found = None
-        self._cache[key] = found
-        return found
+            return None

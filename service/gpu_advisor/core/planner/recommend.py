@@ -40,7 +40,7 @@ from gpu_advisor.core.planner.cost import (
     DEFAULT_SPOT_INTERRUPTIONS_PER_HOUR,
     checkpoint_bytes,
 )
-from gpu_advisor.core.planner.estimator import MemoMemory, MemoryEstimator
+from gpu_advisor.core.planner.estimator import CapacityRule, MemoMemory, MemoryEstimator
 from gpu_advisor.core.planner.explain import REJECTION_CODES
 from gpu_advisor.core.planner.hardware import (
     compute_path,
@@ -102,6 +102,8 @@ def recommend(
     gpus: Mapping[str, GpuSpec],
     providers: Mapping[str, ProviderInfo],
     estimate: MemoryEstimator,
+    *,
+    capacity_rule: CapacityRule | None = None,
 ) -> RecommendationResult:
     """Rank the offers for a workload, explain every rejection, say what to relax.
 
@@ -114,6 +116,10 @@ def recommend(
         gpus: GPU table by canonical id; offers on other GPUs are rejected ``unknown_gpu``.
         providers: billing and spot facts by provider id.
         estimate: the memory estimator (``gpu_advisor.core.memory.estimate_memory``).
+        capacity_rule: how the estimator's breakdown depends on the GPU capacity
+            (:data:`~gpu_advisor.core.planner.estimator.MEMORY_CAPACITY_RULE` for
+            ``estimate_memory``): one estimate then serves every GPU of a capacity class.
+            Without it a vLLM-style serving plan is estimated once per distinct capacity.
 
     Returns:
         The ranked recommendations, grouped rejections, Pareto set and suggestions. Pure and
@@ -122,7 +128,7 @@ def recommend(
     index = (
         offers if isinstance(offers, RecommendationIndex) else build_recommendation_index(offers)
     )
-    evaluation = Evaluation(arch, request, index, gpus, providers, estimate)
+    evaluation = Evaluation(arch, request, index, gpus, providers, estimate, capacity_rule)
     return evaluation.run()
 
 
@@ -137,6 +143,7 @@ class Evaluation:
         gpus: Mapping[str, GpuSpec],
         providers: Mapping[str, ProviderInfo],
         estimate: MemoryEstimator,
+        capacity_rule: CapacityRule | None = None,
     ) -> None:
         self.arch = arch
         self.request = request
@@ -145,7 +152,8 @@ class Evaluation:
         self.providers = providers
         self.workload = request.workload
         self.training = isinstance(self.workload, TrainingWorkload)
-        space = SearchSpace(arch, request.constraints, MemoMemory(estimate, arch, self.workload))
+        memory = MemoMemory(estimate, arch, self.workload, capacity_rule)
+        space = SearchSpace(arch, request.constraints, memory)
         self.space = space
         self.plan_group: Callable[[GroupContext], GroupVerdict]
         match self.workload:

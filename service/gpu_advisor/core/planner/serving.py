@@ -76,15 +76,13 @@ class ServingPlanner:
         memory_of, usable = self.space.memory, ctx.usable_bytes
         for e in self.space.expert_degrees(1):
             plan = ParallelPlan(tensor_parallel=t, pipeline_parallel=p, expert_parallel=e)
-            need = memory_of(plan)
-            if need is None:
-                continue
-            if not best or need.total_bytes < best[0].total_bytes:
-                best[:] = [need]
-            if need.total_bytes > usable:
-                continue
+            # the requirement on this GPU (a serving engine's defaults depend on its size)
             memory = memory_of(plan, ctx.key.memory_exposed_bytes)
-            if memory is None:  # pragma: no cover - the requirement call accepted it
+            if memory is None:
+                continue
+            if not best or memory.total_bytes < best[0].total_bytes:
+                best[:] = [memory]
+            if memory.total_bytes > usable:
                 continue
             limit = max_concurrency(memory, self.workload, usable)
             if limit is not None and limit < 1:
@@ -263,7 +261,9 @@ class ServingPlanner:
                 code="split_to_fit",
                 data={
                     "replica_gpus": replica_gpus,
-                    "one_gpu_need_bytes": _total(self.space.memory(ParallelPlan())),
+                    "one_gpu_need_bytes": _total(
+                        self.space.memory(ParallelPlan(), ctx.key.memory_exposed_bytes)
+                    ),
                     "usable_bytes": int(ctx.usable_bytes),
                 },
             )
