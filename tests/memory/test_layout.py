@@ -1,13 +1,24 @@
 """Pipeline stages and layer kinds: which layers a stage holds, counted by hand from real
-configs."""
+configs; which stages can be the most loaded."""
 
 from __future__ import annotations
 
+import pytest
 from mem_data import arch
 
+from gpu_advisor.core.memory import estimate_memory
+from gpu_advisor.core.memory import inference as inference_module
+from gpu_advisor.core.memory import training as training_module
 from gpu_advisor.core.memory.activation_stages import layer_kinds
 from gpu_advisor.core.memory.activations import LayerKind
-from gpu_advisor.core.memory.layout import stage_range, stage_ranges
+from gpu_advisor.core.memory.layout import (
+    heaviest_stage_candidates,
+    stage_range,
+    stage_ranges,
+    uniform_stack,
+)
+from gpu_advisor.core.results import ParallelPlan
+from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
 
 DENSE = LayerKind(stack="decoder")
 MOE = LayerKind(stack="decoder", moe=True)
@@ -47,3 +58,38 @@ def test_layer_kinds_encoder_then_decoder_of_t5():
     cross = LayerKind(stack="decoder", cross_attention=True)
     assert layer_kinds(a, (10, 14), 512) == [(LayerKind(stack="encoder"), 2), (cross, 2)]
     assert layer_kinds(a, (12, 24), 512) == [(cross, 12)]
+
+
+def test_heaviest_stage_candidates_on_a_uniform_stack():
+    a = arch("meta-llama--Llama-3.1-70B")
+    assert uniform_stack(a)
+    # 80 layers over 16 stages: 5 each; stages 1..14 alike, so 1 stands for them
+    assert heaviest_stage_candidates(a, 16) == [0, 1, 15]
+    # 80 over 64: stages 0-15 take 2 layers, 16-63 take 1: first middle stage of each size
+    assert heaviest_stage_candidates(a, 64) == [0, 1, 16, 63]
+    assert heaviest_stage_candidates(a, 3) == [0, 1, 2]
+
+
+def test_every_stage_counts_where_layers_differ():
+    # dense-first MoE layers, sliding-window layers, encoder + decoder: positions matter
+    for stem in ("deepseek-ai--DeepSeek-V3", "google--gemma-2-9b", "google-t5--t5-base"):
+        a = arch(stem)
+        assert not uniform_stack(a)
+        assert heaviest_stage_candidates(a, 8) == list(range(8))
+
+
+@pytest.mark.parametrize(
+    ("workload", "module"),
+    [
+        (TrainingWorkload(sequence_length=4096, micro_batch_size=2), training_module),
+        (TrainingWorkload(method="lora", global_batch_size=64), training_module),
+        (InferenceWorkload(context_length=8192, concurrency=8), inference_module),
+    ],
+)
+@pytest.mark.parametrize("pp", [5, 16, 32, 64])
+def test_skipping_alike_stages_keeps_the_breakdown(workload, module, pp, monkeypatch):
+    a = arch("meta-llama--Llama-3.1-70B")
+    plan = ParallelPlan(tensor_parallel=2, pipeline_parallel=pp, data_parallel=2)
+    fast = estimate_memory(a, workload, plan, capacity_bytes=80 * 2**30)
+    monkeypatch.setattr(module, "heaviest_stage_candidates", lambda _arch, n: list(range(n)))
+    assert fast == estimate_memory(a, workload, plan, capacity_bytes=80 * 2**30)

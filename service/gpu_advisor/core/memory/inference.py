@@ -42,7 +42,12 @@ from gpu_advisor.core.memory.kv_cache import (
     kv_cache_bytes,
     kv_cache_bytes_per_token,
 )
-from gpu_advisor.core.memory.layout import ShardParams, shard_params, stage_range
+from gpu_advisor.core.memory.layout import (
+    ShardParams,
+    heaviest_stage_candidates,
+    shard_params,
+    stage_range,
+)
 from gpu_advisor.core.memory.overhead import OverheadModel, runtime_overhead_bytes
 from gpu_advisor.core.memory.validate import total_stack_layers
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
@@ -274,7 +279,7 @@ def inference_breakdown(
     """The requirement of the most loaded GPU of a serving plan (see module docstring)."""
     wplan = weight_plan(arch, workload.weight_dtype)
     best: MemoryBreakdown | None = None
-    for stage in range(plan.pipeline_parallel):
+    for stage in heaviest_stage_candidates(arch, plan.pipeline_parallel):
         result = stage_breakdown(
             arch,
             workload,

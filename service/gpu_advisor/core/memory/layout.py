@@ -149,6 +149,46 @@ def _module_range(
     return offset, offset + n
 
 
+def uniform_stack(arch: Architecture) -> bool:
+    """Every layer of the stack is alike: one stack (no encoder-decoder), no sliding-window
+    layers, every MoE layer or none, and every block linear in every layer. Pipeline stages
+    with the same layer count, other than the first and the last, then hold the same
+    parameters, KV cache and per-layer activations."""
+    enc, dec = stack_layers(arch)
+    if (enc and dec) or arch.layer_windows:
+        return False
+    if arch.is_moe and 0 < arch.num_moe_layers < arch.num_layers:
+        return False
+    everything = (0, enc + dec)
+    return all(_module_range(m, enc, dec) == everything for m in arch.linears)
+
+
+def heaviest_stage_candidates(arch: Architecture, pipeline_parallel: int) -> list[int]:
+    """Pipeline stages among which the most loaded one is, ascending.
+
+    All stages in general. On a :func:`uniform_stack`, a middle stage (neither first nor last)
+    holds what an earlier middle stage of the same layer count holds, and no more activations
+    (1F1B keeps fewer micro-batches in flight on later stages): of the middle stages only the
+    first of each layer count can be the heaviest, so the search over stages -- where the first
+    of equal totals wins -- takes the first stage, at most two middle stages and the last.
+    """
+    pp = pipeline_parallel
+    if pp <= 3 or not uniform_stack(arch):
+        return list(range(pp))
+    enc, dec = stack_layers(arch)
+    sizes: set[int] = set()
+    stages = [0]
+    for stage in range(1, pp - 1):
+        start, end = stage_range(enc + dec, pp, stage)
+        if end - start not in sizes:
+            sizes.add(end - start)
+            stages.append(stage)
+        if len(sizes) == 2:
+            break
+    stages.append(pp - 1)
+    return stages
+
+
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
     return max(0, min(a[1], b[1]) - max(a[0], b[0]))
 

@@ -44,7 +44,12 @@ from gpu_advisor.core.memory.activations import (
 )
 from gpu_advisor.core.memory.formats import NF4, elements_bytes
 from gpu_advisor.core.memory.kernels import MEGATRON, Kernels, kernels_for
-from gpu_advisor.core.memory.layout import ShardParams, shard_params, stage_range
+from gpu_advisor.core.memory.layout import (
+    ShardParams,
+    heaviest_stage_candidates,
+    shard_params,
+    stage_range,
+)
 from gpu_advisor.core.memory.lora import AdapterCounts, adapter_counts
 from gpu_advisor.core.memory.model_states import (
     ZERO_STAGE,
@@ -367,7 +372,12 @@ def training_breakdown(
         for kind, _ in layer_kinds(arch, everything, workload.sequence_length)
     }
     best: _StageResult | None = None
-    for stage in range(plan.pipeline_parallel):
+    stages = (
+        heaviest_stage_candidates(arch, plan.pipeline_parallel)
+        if overhead.fragmentation_fraction >= 0  # more activations never mean less overhead
+        else range(plan.pipeline_parallel)
+    )
+    for stage in stages:
         result = _stage(
             arch,
             workload,
