@@ -16,10 +16,12 @@ Search space (bounded and deterministic; every degree is a power of two):
 * nodes: 1, 2, 4, ... up to ``max_nodes`` and ``max_gpus`` -- more than one only on offers whose
   network is cluster-grade (InfiniBand, EFA, RoCE with a bandwidth).
 
-Memory falls as any degree grows, so for each ``(t, p)`` the most-sharded plan is tried first
-and the search stops at the first fitting plan in the order t, p, e, ZeRO: at most
-``|t| x |p| x (1 + |e| x |zero|)`` estimator calls per node count, memoised per request (plans
-recur across groups with the same GPU count, whatever the GPU).
+Memory falls as any degree grows, so the search stops at the first fitting plan in the order
+t, p, e, ZeRO: for each ``(t, p)`` the preferred plan (least EP, lowest ZeRO stage) is asked
+first, then the most-sharded one, then a binary search between them -- at most
+``|t| x |p| x (2 + |e| x log |zero|)`` estimator calls per node count, memoised per request
+(plans recur across groups with the same GPU count, whatever the GPU). With one data-parallel
+rank no ZeRO stage is searched (it would shard nothing).
 
 Training chooses, per node count, the plan with the shortest time per token; node counts stay
 separate options (cost, time and deadline trade them off per offer), from the first that fits

@@ -27,6 +27,13 @@ from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
 from gpu_advisor.core.spec import Objective, Sharding, TrainingWorkload
 
 
+def _noted(need: MemoryBreakdown, best: list[MemoryBreakdown]) -> int:
+    """``need.total_bytes``, keeping the smallest breakdown seen in ``best``."""
+    if not best or need.total_bytes < best[0].total_bytes:
+        best[:] = [need]
+    return need.total_bytes
+
+
 class TrainingPlanner:
     """Training plans for the groups of one request."""
 
@@ -45,8 +52,6 @@ class TrainingPlanner:
         # Groups that share a GPU count and usable memory share their fitting plans.
         self._speeds: dict[tuple[Any, ...], TrainingEstimate] = {}
         self._flops = training_flops_per_token(space.arch, workload)
-        self._least: dict[tuple[int, int, int], int | None] = {}
-        self._sweeps: dict[tuple[int, int], list[tuple[ParallelPlan, MemoryBreakdown]]] = {}
         self._fits: dict[
             tuple[int, int, int, float], tuple[list[ParallelPlan], MemoryBreakdown | None]
         ] = {}
@@ -76,52 +81,48 @@ class TrainingPlanner:
         return plans
 
     def fits_somewhere(self, gpus_per_node: int, nodes: int, tp_cap: int, usable: float) -> bool:
-        """Whether any plan on ``nodes`` nodes fits ``usable`` bytes: the smallest requirement
-        of the most-sharded plans (enough to explain a rejection)."""
-        least = self._least_need(gpus_per_node, nodes, tp_cap)
-        return least is not None and least <= usable
+        """Whether a most-sharded plan of ``nodes`` nodes at the widest TP degree fits
+        ``usable`` bytes (enough to explain a rejection: "needs 4 nodes"). The widest TP
+        holds the least per GPU: it divides weights, gradients, optimizer state and (with
+        sequence parallel) activations alike. Shared by groups of any GPU."""
+        widest = self.space.tensor_degrees(gpus_per_node, tp_cap)[-1:]
+        total = gpus_per_node * nodes
+        return any(need.total_bytes <= usable for t in widest for _, need in self._sweep(t, total))
 
-    def _least_need(self, gpus_per_node: int, nodes: int, tp_cap: int) -> int | None:
-        """Smallest per-GPU requirement over the most-sharded plans of ``nodes`` nodes at the
-        widest TP degree, memoised (it does not depend on the GPU, so groups of any GPU share
-        it). Used only to explain a rejection ("needs 4 nodes")."""
-        key = (gpus_per_node, nodes, tp_cap)
-        if key not in self._least:
-            total = gpus_per_node * nodes
-            # The widest TP degree holds the least per GPU: it divides weights, gradients,
-            # optimizer state and (with sequence parallel) activations alike.
-            widest = self.space.tensor_degrees(gpus_per_node, tp_cap)[-1:]
-            needs = [need.total_bytes for t in widest for _, need in self._pipeline_sweep(t, total)]
-            self._least[key] = min(needs) if needs else None
-        return self._least[key]
+    def _stages(self, data_parallel: int) -> tuple[Sharding, ...]:
+        """ZeRO stages searched: with one data-parallel rank ZeRO shards nothing (only a
+        sharding the workload asks for is kept)."""
+        if data_parallel > 1 or len(self.shardings) == 1:
+            return self.shardings
+        return ("none",)
 
-    def _pipeline_sweep(self, t: int, total: int) -> list[tuple[ParallelPlan, MemoryBreakdown]]:
-        """:meth:`_sweep`, memoised per (TP, GPUs): groups of any GPU share it."""
-        key = (t, total)
-        found = self._sweeps.get(key)
-        if found is None:
-            found = list(self._sweep(t, total))
-            self._sweeps[key] = found
-        return found
+    def _pipeline_degrees(self, t: int, total: int) -> list[int]:
+        """PP degrees for TP ``t`` over ``total`` GPUs: powers of two dividing the rest, at
+        most the layers and :data:`PIPELINE_MAX`."""
+        limit = min(self.space.arch.num_layers, total // t, PIPELINE_MAX)
+        return [p for p in powers_of_two(limit) if total % (t * p) == 0]
+
+    def _loosest(self, t: int, p: int, total: int) -> ParallelPlan:
+        """The most-sharded plan of ``(t, p)``: the widest EP and the last ZeRO stage."""
+        d = total // (t * p)
+        return ParallelPlan(
+            tensor_parallel=t,
+            pipeline_parallel=p,
+            data_parallel=d,
+            expert_parallel=self.space.expert_degrees(d)[-1],
+            sharding=self._stages(d)[-1],
+            sequence_parallel=t > 1,
+        )
 
     def _sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
         """The most-sharded plan of each PP degree for TP ``t`` over ``total`` GPUs, with its
-        requirement, PP ascending. Stops once doubling PP saves under
-        :data:`PIPELINE_MIN_SAVING` of the requirement: PP then only adds bubble (with ZeRO-3
-        the model states are already sharded over every GPU whatever PP is)."""
+        requirement, PP ascending, computed as the caller goes (the estimator memo makes a
+        second pass free). Stops once doubling PP saves under :data:`PIPELINE_MIN_SAVING` of
+        the requirement: PP then only adds bubble (with ZeRO-3 the model states are already
+        sharded over every GPU whatever PP is)."""
         previous: int | None = None
-        for p in powers_of_two(min(self.space.arch.num_layers, total // t, PIPELINE_MAX)):
-            if total % (t * p):
-                continue
-            d = total // (t * p)
-            loosest = ParallelPlan(
-                tensor_parallel=t,
-                pipeline_parallel=p,
-                data_parallel=d,
-                expert_parallel=self.space.expert_degrees(d)[-1],
-                sharding=self.shardings[-1],
-                sequence_parallel=t > 1,
-            )
+        for p in self._pipeline_degrees(t, total):
+            loosest = self._loosest(t, p, total)
             need = self.space.memory(loosest)
             if need is None:
                 continue
@@ -139,40 +140,71 @@ class TrainingPlanner:
         best: list[MemoryBreakdown],
     ) -> list[ParallelPlan]:
         total = gpus_per_node * nodes
-        fitting: list[ParallelPlan] = []
         degrees = self.space.tensor_degrees(gpus_per_node, tp_cap)
-        # Narrower TP holds more per GPU: when the widest cannot fit, none can.
-        widest = self._pipeline_sweep(degrees[-1], total) if degrees else []
-        if widest:
-            smallest = min((need for _, need in widest), key=lambda need: need.total_bytes)
-            if not best or smallest.total_bytes < best[0].total_bytes:
-                best[:] = [smallest]
-            if smallest.total_bytes > usable:
-                return fitting
+        if not degrees:
+            return []
+        # Narrower TP holds more per GPU: when no most-sharded plan of the widest fits, none
+        # can (and ``best`` then holds the least any plan needs).
+        if not any(_noted(need, best) <= usable for _, need in self._sweep(degrees[-1], total)):
+            return []
+        fitting: list[ParallelPlan] = []
         for t in degrees:
-            for loosest, need in self._pipeline_sweep(t, total):
-                if not best or need.total_bytes < best[0].total_bytes:
-                    best[:] = [need]
-                if need.total_bytes > usable:
-                    continue
-                p, d = loosest.pipeline_parallel, loosest.data_parallel
-                found = self._first_fit(t, p, d, self.space.expert_degrees(d), usable)
-                if found is not None:
-                    fitting.append(found)
-                    break
+            found = self._first_plan(t, total, usable, best)
+            if found is not None:
+                fitting.append(found)
         return fitting
 
+    def _first_plan(
+        self, t: int, total: int, usable: float, best: list[MemoryBreakdown]
+    ) -> ParallelPlan | None:
+        """The first fitting plan of TP ``t``: the smallest PP degree at which one fits,
+        then the preferred EP and ZeRO stage there. At each PP degree the preferred plan is
+        asked first (it usually fits), then the most-sharded one; the PP degrees stop where
+        :meth:`_sweep` stops."""
+        previous: int | None = None
+        for p in self._pipeline_degrees(t, total):
+            d = total // (t * p)
+            experts = self.space.expert_degrees(d)
+            stages = self._stages(d)
+            preferred = ParallelPlan(
+                tensor_parallel=t,
+                pipeline_parallel=p,
+                data_parallel=d,
+                expert_parallel=experts[0],
+                sharding=stages[0],
+                sequence_parallel=t > 1,
+            )
+            need = self.space.memory(preferred)
+            if need is not None and _noted(need, best) <= usable:
+                return preferred
+            loosest = self._loosest(t, p, total)
+            least = self.space.memory(loosest)
+            if least is None:
+                continue
+            if _noted(least, best) <= usable:
+                found = self._first_fit(t, p, d, experts, stages, usable)
+                if found is not None:
+                    return found
+            if previous is not None and least.total_bytes > previous * (1 - PIPELINE_MIN_SAVING):
+                return None
+            previous = least.total_bytes
+        return None
+
     def _first_fit(
-        self, t: int, p: int, d: int, experts: list[int], usable: float
+        self,
+        t: int,
+        p: int,
+        d: int,
+        experts: list[int],
+        stages: tuple[Sharding, ...],
+        usable: float,
     ) -> ParallelPlan | None:
         """The first fitting plan in preference order (less EP, then the lowest ZeRO stage).
 
         Memory falls along the ZeRO stages, so for each EP degree the preferred stage is asked
         first, then the loosest (a degree that cannot fit costs two calls), and the first fitting
-        stage between them is found by binary search. With one data-parallel rank ZeRO shards
-        nothing: no stage is searched.
+        stage between them is found by binary search.
         """
-        stages = self.shardings if d > 1 or len(self.shardings) == 1 else ("none",)
         for e in experts:
             plans = [
                 ParallelPlan(
