@@ -48,8 +48,8 @@ def test_sixty_one_minutes_on_hourly_billing_loses_to_per_second() -> None:
     assert second.cost.billed_hours == 2.0
     assert second.cost.total_usd == pytest.approx(2 * 10.0)  # 61 min rounds up to 2 h
     assert first.performance.time_to_result_hours == pytest.approx(61 / 60)
-    assert "billed per second" in first.rationale[0].text
-    assert "$20.00 billed per hour (2.00 h at $10.00/h)" in second.rationale[0].text
+    assert "billed per second" in first.summary
+    assert "$20.00 billed per hour (2.00 h at $10.00/h)" in second.summary
 
 
 def test_fifty_nine_minutes_on_hourly_billing_wins() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +13,15 @@ from gpu_advisor.core.planner import recommend
 from gpu_advisor.core.planner.ranking import Candidates, pareto_front, top_k
 from gpu_advisor.core.spec import TrainingWorkload
 
-from .fixtures import GPUS, INFINIBAND, make_arch, make_offer, make_request, toy_estimate
+from .fixtures import (
+    GPUS,
+    INFINIBAND,
+    make_arch,
+    make_offer,
+    make_request,
+    providers,
+    toy_estimate,
+)
 
 
 def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -129,3 +138,49 @@ def test_time_to_result_objective_prefers_more_nodes() -> None:
         fast.recommendations[0].performance.time_to_result_hours
         < cheap.recommendations[0].performance.time_to_result_hours
     )
+
+
+def test_recommendations_are_distinct_choices_with_their_other_regions() -> None:
+    # One instance type in 12 regions at $10.00 + $0.50 x i per hour, a second instance type
+    # in one region at $12.20: the top two are the two instance types, each once. The first
+    # is in its cheapest region (r00, $10.00); its 11 other regions follow by price, the
+    # first MAX_OTHER_REGIONS (10) of them listed.
+    arch = make_arch(2 * 10**9)  # 16 B/param x 2e9 = 32 GB: one 80 GB GPU
+    workload = TrainingWorkload(tokens=1e9, sequence_length=2048)
+    many = [
+        make_offer(gpu_count=1, price=10.0 + 0.5 * i, instance_type="a", region=f"r{i:02d}")
+        for i in reversed(range(12))
+    ]
+    other = make_offer(gpu_count=1, price=12.2, instance_type="b", region="r05")
+    result = recommend(arch, make_request(workload), [*many, other], GPUS, {}, toy_estimate)
+    first, second = result.recommendations
+    assert (first.offer.instance_type, first.offer.region) == ("a", "r00")
+    assert first.cost.price_per_hour_usd == 10.0
+    assert first.other_regions_count == 11
+    assert [r.region for r in first.other_regions] == [f"r{i:02d}" for i in range(1, 11)]
+    assert [r.price_per_hour_usd for r in first.other_regions] == [
+        10.0 + 0.5 * i for i in range(1, 11)
+    ]
+    hours = first.cost.billed_hours
+    assert first.other_regions[0].total_usd == pytest.approx(10.5 * hours)
+    # the cheapest region of "a" costs 10.00 x h; "b" costs 12.20 x h, after it
+    assert (second.offer.instance_type, second.other_regions) == ("b", [])
+    assert second.rank == 2
+
+
+def test_on_demand_and_spot_of_one_instance_are_two_choices() -> None:
+    arch = make_arch(2 * 10**9)  # 16 B/param x 2e9 = 32 GB: one 80 GB GPU
+    workload = TrainingWorkload(tokens=1e8, sequence_length=2048)
+    offers = [
+        make_offer(gpu_count=1, price=10.0, spot=4.0, instance_type="a", region="east"),
+        make_offer(gpu_count=1, price=9.0, spot=5.0, instance_type="a", region="west"),
+    ]
+    result = recommend(
+        arch, make_request(workload, spot="allow"), offers, GPUS, providers(acme=0.01), toy_estimate
+    )
+    picks = [
+        (r.spot, r.offer.region, [o.region for o in r.other_regions])
+        for r in result.recommendations
+    ]
+    # spot is cheapest in east, on-demand in west; each lists the other region once
+    assert picks == [(True, "east", ["west"]), (False, "west", ["east"])]

@@ -104,7 +104,35 @@ class ModelSummary(Struct, frozen=True, kw_only=True):
     num_experts_per_token: int = 0
 
 
+class RegionPrice(Struct, frozen=True, kw_only=True):
+    """Another region (or zone) offering the same instance type in the same market.
+
+    Attributes:
+        region / zone: where.
+        price_per_hour_usd: on-demand instance price there.
+        spot_price_per_hour_usd: spot instance price there (None: no spot market).
+        total_usd: the whole job's cost there in the recommendation's market (None without a
+            token count).
+    """
+
+    region: str
+    zone: str | None = None
+    price_per_hour_usd: float
+    spot_price_per_hour_usd: float | None = None
+    total_usd: float | None = None
+
+
 class Recommendation(Struct, frozen=True, kw_only=True):
+    """One distinct choice: an instance type of a provider in one market (on-demand or spot),
+    in its best region.
+
+    Attributes:
+        summary: the rationale in one sentence.
+        rationale: the reasons, each with its numbers and sentence.
+        other_regions: the next best regions offering the same instance type in the same
+            market, best first (capped); ``other_regions_count`` counts them all.
+    """
+
     rank: int
     offer: Offer
     nodes: int
@@ -114,8 +142,11 @@ class Recommendation(Struct, frozen=True, kw_only=True):
     memory_per_gpu: MemoryBreakdown
     performance: Performance
     cost: Cost
+    summary: str = ""
     rationale: list[Reason]
     warnings: list[Reason] = []
+    other_regions: list[RegionPrice] = []
+    other_regions_count: int = 0
 
 
 class RejectedGroup(Struct, frozen=True, kw_only=True):

@@ -79,6 +79,8 @@ class RecommendationIndex:
         vcpus_per_gpu: host vCPUs per GPU.
         name_rank: position of (provider, instance_type, region, zone) in sorted order: the
             final, deterministic tie-break; ``by_name`` lists offer positions in that order.
+        choice_code: each offer's (provider, instance_type) as a small int: offers with the
+            same code are the same choice in different regions or zones.
         class_of: each offer's pricing class -- offers with the same group, provider and billing
             rule differ only in price, so the plan option that serves an objective best is
             the same for all of them; ``class_group`` / ``class_provider`` /
@@ -87,6 +89,7 @@ class RecommendationIndex:
 
     __slots__ = (
         "by_name",
+        "choice_code",
         "class_group",
         "class_increment_seconds",
         "class_minimum_seconds",
@@ -168,6 +171,7 @@ class RecommendationIndex:
         rank[by_name] = np.arange(n, dtype=np.int64)
         self.name_rank = _frozen(rank)
         self.by_name = _frozen(by_name)
+        _, self.choice_code = _codes([f"{o.provider}\0{o.instance_type}" for o in self.offers])
 
     def __len__(self) -> int:
         return len(self.offers)

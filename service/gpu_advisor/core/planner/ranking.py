@@ -12,6 +12,10 @@ Objectives (smaller is better):
 Ties break, in order, on: total cost, time, fewer GPUs, on-demand before spot, then provider,
 instance type, region and zone names (ascending). The order is total: two candidates only
 compare equal when they are the same offer and the same market.
+
+Recommendations are distinct choices -- (provider, instance type, market) -- ranked by their
+best candidate in this order (:func:`top_choices`); the choice's other regions and zones follow
+the same order (:func:`same_choice`).
 """
 
 from __future__ import annotations
@@ -33,19 +37,14 @@ class Candidates:
         offer: offer position in the index.
         spot: 1 for spot, 0 for on-demand.
         option: chosen plan option of the offer's group.
-        gpus, name_rank: ordering keys.
-        total_usd, time_hours, price_per_hour_usd, per_million_usd, latency_seconds: value
-            columns (NaN where not defined), given or fetched on first use from ``fetch`` --
-            a request reads only the columns its objective and tie-breaks need.
+        name_rank: the name tie-break (offer order by provider, instance, region, zone).
+        choice: equal for candidates of the same provider, instance type and market (their
+            regions and zones differ); each candidate its own choice when not given.
+        gpus, total_usd, time_hours, price_per_hour_usd, per_million_usd, latency_seconds:
+            value columns (NaN where not defined), given, or fetched from ``fetch`` -- whole
+            (:meth:`column`) or at some positions (:meth:`take`): a request reads whole only
+            the columns its objective and the Pareto set need.
     """
-
-    _COLUMNS = (
-        "total_usd",
-        "time_hours",
-        "price_per_hour_usd",
-        "per_million_usd",
-        "latency_seconds",
-    )
 
     def __init__(
         self,
@@ -53,28 +52,43 @@ class Candidates:
         offer: NDArray[np.intp],
         spot: NDArray[np.int64],
         option: NDArray[np.intp],
-        gpus: NDArray[np.int64],
         name_rank: NDArray[np.int64],
-        fetch: Callable[[str], FloatArray] | None = None,
+        choice: NDArray[np.int64] | None = None,
+        fetch: Callable[[str, NDArray[np.intp] | None], FloatArray] | None = None,
         **columns: FloatArray,
     ) -> None:
         self.offer = offer
         self.spot = spot
         self.option = option
-        self.gpus = gpus
         self.name_rank = name_rank
+        self.choice = choice if choice is not None else np.arange(len(offer), dtype=np.int64)
         self._fetch = fetch
-        self._columns: dict[str, FloatArray] = dict(columns)
+        self._columns: dict[str, FloatArray] = {
+            name: np.asarray(values, dtype=np.float64) for name, values in columns.items()
+        }
 
     def column(self, name: str) -> FloatArray:
-        """A value column (see the class docstring)."""
+        """A whole value column (see the class docstring)."""
         found = self._columns.get(name)
         if found is None:
             if self._fetch is None:
                 raise KeyError(name)
-            found = self._fetch(name)
+            found = self._fetch(name, None)
             self._columns[name] = found
         return found
+
+    def take(self, name: str, at: NDArray[np.intp]) -> FloatArray:
+        """A value column at candidate positions ``at`` (without fetching it whole)."""
+        found = self._columns.get(name)
+        if found is not None:
+            return found[at]
+        if self._fetch is None:
+            raise KeyError(name)
+        return self._fetch(name, at)
+
+    def value(self, name: str, position: int) -> float:
+        """One candidate's value of ``name``."""
+        return float(self.take(name, np.array([position], dtype=np.intp))[0])
 
     @property
     def total_usd(self) -> FloatArray:
@@ -140,6 +154,34 @@ def _nan_last(values: FloatArray) -> FloatArray:
     return np.where(np.isnan(values), np.inf, values)
 
 
+def _ordered(
+    positions: NDArray[np.intp], key: FloatArray, candidates: Candidates
+) -> NDArray[np.intp]:
+    """``positions`` in rank order: ``key`` (NaN already last), then the tie-breaks of the
+    module docstring."""
+    return positions[
+        np.lexsort(
+            (
+                candidates.name_rank[positions],
+                candidates.spot[positions],
+                candidates.take("gpus", positions),
+                _nan_last(candidates.take("time_hours", positions)),
+                _nan_last(candidates.take("total_usd", positions)),
+                key[positions],
+            )
+        )
+    ]
+
+
+def _smallest(key: FloatArray, among: NDArray[np.intp], m: int) -> NDArray[np.intp]:
+    """The positions in ``among`` whose key is within the ``m`` smallest (ties included)."""
+    if among.size <= m:
+        return among
+    values = key[among]
+    kth = np.partition(values, m - 1)[m - 1]
+    return np.asarray(among[values <= kth], dtype=np.intp)
+
+
 def top_k(primary: FloatArray, candidates: Candidates, k: int) -> list[int]:
     """Positions of the best ``k`` candidates, in rank order (see the module docstring).
 
@@ -147,25 +189,50 @@ def top_k(primary: FloatArray, candidates: Candidates, k: int) -> list[int]:
     sorted on the full key, so the cost is O(n) plus the sort of a small set.
     """
     n = len(candidates)
-    if n == 0:
+    if n == 0 or k <= 0:
         return []
     key = _nan_last(primary)
-    if n > k:
-        kth = np.partition(key, k - 1)[k - 1]
-        pool = np.flatnonzero(key <= kth)
-    else:
-        pool = np.arange(n)
-    order = np.lexsort(
-        (
-            candidates.name_rank[pool],
-            candidates.spot[pool],
-            candidates.gpus[pool],
-            _nan_last(candidates.time_hours[pool]),
-            _nan_last(candidates.total_usd[pool]),
-            key[pool],
-        )
-    )
-    return [int(i) for i in pool[order[:k]]]
+    pool = _smallest(key, np.arange(n), k)
+    return [int(i) for i in _ordered(pool, key, candidates)[:k]]
+
+
+def top_choices(primary: FloatArray, candidates: Candidates, k: int) -> list[int]:
+    """The best candidate of each of the best ``k`` distinct choices, in rank order.
+
+    A choice ranks by its best candidate (module docstring order), whose primary value is the
+    choice's least. So only the candidates holding their choice's least value, among the
+    choices whose least is within the ``k`` smallest, are sorted on the full key: O(n) plus
+    the sort of a small set.
+    """
+    n = len(candidates)
+    if n == 0 or k <= 0:
+        return []
+    key = _nan_last(primary)
+    choice = candidates.choice
+    least = np.full(int(choice.max()) + 1, np.inf)
+    np.minimum.at(least, choice, key)
+    present = np.zeros(least.size, dtype=bool)
+    present[choice] = True
+    values = least[present]
+    kth = values.max() if values.size <= k else np.partition(values, k - 1)[k - 1]
+    pool = np.flatnonzero((key <= kth) & (key == least[choice]))
+    ordered = _ordered(pool, key, candidates)
+    _, first = np.unique(choice[ordered], return_index=True)
+    return [int(i) for i in ordered[np.sort(first)][:k]]
+
+
+def same_choice(
+    primary: FloatArray, candidates: Candidates, position: int, limit: int
+) -> tuple[list[int], int]:
+    """The other candidates of ``position``'s choice (other regions and zones), best first, at
+    most ``limit``; and how many there are."""
+    others = np.flatnonzero(candidates.choice == candidates.choice[position])
+    others = others[others != position]
+    if others.size == 0 or limit <= 0:
+        return [], int(others.size)
+    key = _nan_last(primary)
+    shown = _ordered(_smallest(key, others, limit), key, candidates)[:limit]
+    return [int(i) for i in shown], int(others.size)
 
 
 def pareto_front(

@@ -61,10 +61,15 @@ from gpu_advisor.core.planner.ranking import (
     Candidates,
     objective_column,
     pareto_front,
-    top_k,
+    same_choice,
+    top_choices,
 )
 from gpu_advisor.core.planner.rejections import group_rejections, suggestions
-from gpu_advisor.core.planner.report import build_pareto, build_recommendation
+from gpu_advisor.core.planner.report import (
+    MAX_OTHER_REGIONS,
+    build_pareto,
+    build_recommendation,
+)
 from gpu_advisor.core.planner.serving import ServingPlanner
 from gpu_advisor.core.planner.topology import GroupContext, GroupKey, GroupVerdict, SearchSpace
 from gpu_advisor.core.planner.training import TrainingPlanner
@@ -375,38 +380,50 @@ class Evaluation:
             table=table,
         )
 
-    def _candidates(self, outcome: Outcome) -> tuple[Candidates, list[str]]:
-        offers: list[NDArray[np.intp]] = []
-        spot: list[NDArray[np.int64]] = []
+    def _candidates(self, outcome: Outcome) -> Candidates:
+        markets = [m for m in ("on_demand", "spot") if m in self.markets()]
+        results = [outcome.results[m] for m in markets]
         positions: list[NDArray[np.intp]] = []
-        market_names: list[str] = []
-        for flag, market in enumerate(("on_demand", "spot")):
-            if market not in self.markets():
-                continue
+        for market in markets:
             ok = outcome.codes[market][outcome.priced] == 0
-            where = np.flatnonzero(ok)
-            offers.append(outcome.priced[where])
-            positions.append(where)
-            spot.append(np.full(where.size, flag, dtype=np.int64))
-            market_names.append(market)
-        results = [outcome.results[m] for m in market_names]
+            positions.append(np.flatnonzero(ok))
+        sizes = [w.size for w in positions]
+        where = np.concatenate(positions) if positions else np.zeros(0, dtype=np.intp)
+        offer = outcome.priced[where]
+        spot = (
+            np.concatenate(
+                [
+                    np.full(size, m == "spot", dtype=np.int64)
+                    for m, size in zip(markets, sizes, strict=True)
+                ]
+            )
+            if positions
+            else np.zeros(0, dtype=np.int64)
+        )
+        bounds = np.cumsum([0, *sizes])
 
-        def gather(field: str) -> NDArray[np.float64]:
-            parts = [r.values(field, w) for r, w in zip(results, positions, strict=True)]
-            return np.concatenate(parts) if parts else np.zeros(0)
+        def fetch(field: str, at: NDArray[np.intp] | None) -> NDArray[np.float64]:
+            """``field`` at candidate positions ``at`` (all when None), market by market."""
+            if at is None:
+                parts = [r.values(field, w) for r, w in zip(results, positions, strict=True)]
+                return np.concatenate(parts) if parts else np.zeros(0)
+            found = np.empty(at.size)
+            for m, result in enumerate(results):
+                mine = (at >= bounds[m]) & (at < bounds[m + 1])
+                if mine.any():
+                    found[mine] = result.values(field, where[at[mine]])
+            return found
 
-        offer = np.concatenate(offers) if offers else np.zeros(0, dtype=np.intp)
-        candidates = Candidates(
+        return Candidates(
             offer=offer,
-            spot=np.concatenate(spot) if spot else np.zeros(0, dtype=np.int64),
+            spot=spot,
             option=np.concatenate([r.option[w] for r, w in zip(results, positions, strict=True)])
             if results
             else np.zeros(0, dtype=np.intp),
-            gpus=gather("gpus").astype(np.int64),
             name_rank=self.index.name_rank[offer],
-            fetch=gather,
+            choice=self.index.choice_code[offer].astype(np.int64) * 2 + spot,
+            fetch=fetch,
         )
-        return candidates, market_names
 
     # --- run -----------------------------------------------------------------------------------
 
@@ -415,17 +432,19 @@ class Evaluation:
         wanted = self.visible_groups()
         self._plan(wanted)
         outcome = self._outcome(all_markets=False)
-        candidates, _ = self._candidates(outcome)
+        candidates = self._candidates(outcome)
         request = self.request
         primary = candidates.column(objective_column(request.objective, training=self.training))
         if request.objective == "total_cost" and np.isnan(primary).any():
             # no token count: the cost per token ranks instead
             primary = np.where(np.isnan(primary), candidates.per_million_usd, primary)
-        best = top_k(primary, candidates, request.top_k)
-        recommendations = [
-            build_recommendation(self, outcome, candidates, position, rank)
-            for rank, position in enumerate(best, start=1)
-        ]
+        best = top_choices(primary, candidates, request.top_k)
+        recommendations = []
+        for rank, position in enumerate(best, start=1):
+            others, count = same_choice(primary, candidates, position, MAX_OTHER_REGIONS)
+            recommendations.append(
+                build_recommendation(self, outcome, candidates, position, rank, others, count)
+            )
         time_axis = candidates.time_hours if self.training else candidates.latency_seconds
         front = pareto_front(candidates.total_usd, time_axis)
         pareto = build_pareto(self, candidates, front, best)

@@ -25,6 +25,7 @@ from gpu_advisor.core.results import (
     Performance,
     Reason,
     Recommendation,
+    RegionPrice,
 )
 from gpu_advisor.core.spec import TrainingWorkload
 
@@ -48,10 +49,21 @@ def _option(ev: Evaluation, offer_position: int, option: int) -> PlanOption:
     return verdict.options[option]
 
 
+MAX_OTHER_REGIONS = 10
+"""Other regions listed per recommendation (``other_regions_count`` counts them all)."""
+
+
 def build_recommendation(
-    ev: Evaluation, outcome: Outcome, candidates: Candidates, position: int, rank: int
+    ev: Evaluation,
+    outcome: Outcome,
+    candidates: Candidates,
+    position: int,
+    rank: int,
+    others: list[int] | None = None,
+    others_count: int = 0,
 ) -> Recommendation:
-    """The recommendation for one ranked candidate, with rationale and warnings."""
+    """The recommendation for one ranked candidate, with rationale and warnings; ``others``
+    are the candidate positions of the same choice in other regions, best first."""
     index = ev.index
     offer_i = int(candidates.offer[position])
     spot = bool(candidates.spot[position])
@@ -61,8 +73,8 @@ def build_recommendation(
     j = int(np.searchsorted(outcome.priced, offer_i))
     at = np.array([j], dtype=np.intp)
     expected_s = float(market.values("expected_seconds", at)[0])
-    deployment_price = float(candidates.price_per_hour_usd[position])
-    total = float(candidates.total_usd[position])
+    deployment_price = candidates.value("price_per_hour_usd", position)
+    total = candidates.value("total_usd", position)
     billed_h = (
         billed_seconds(
             expected_s, float(offer.billing_increment_seconds), float(offer.billing_minimum_seconds)
@@ -88,7 +100,7 @@ def build_recommendation(
         price_per_hour_usd=deployment_price,
         billed_hours=billed_h,
         total_usd=None if math.isnan(total) else total,
-        per_million_tokens_usd=float(candidates.per_million_usd[position]),
+        per_million_tokens_usd=candidates.value("per_million_usd", position),
         spot=spot,
         expected_interruptions=_finite(float(market.values("interruptions", at)[0]))
         if spot
@@ -110,9 +122,33 @@ def build_recommendation(
         memory_per_gpu=option.memory,
         performance=performance,
         cost=cost,
-        rationale=[Reason(code="summary", text=summary(reasons)), *map(rendered, reasons)],
+        summary=summary(reasons),
+        rationale=[rendered(r) for r in reasons],
         warnings=[rendered(w) for w in _warnings(ev, offer_i, option, spot)],
+        other_regions=_region_prices(ev, candidates, others or []),
+        other_regions_count=others_count,
     )
+
+
+def _region_prices(
+    ev: Evaluation, candidates: Candidates, positions: list[int]
+) -> list[RegionPrice]:
+    if not positions:
+        return []
+    totals = candidates.take("total_usd", np.asarray(positions, dtype=np.intp)).tolist()
+    found = []
+    for position, total in zip(positions, totals, strict=True):
+        offer = ev.index.offers[int(candidates.offer[position])]
+        found.append(
+            RegionPrice(
+                region=offer.region,
+                zone=offer.zone,
+                price_per_hour_usd=offer.price_per_hour_usd,
+                spot_price_per_hour_usd=offer.spot_price_per_hour_usd,
+                total_usd=None if math.isnan(total) else total,
+            )
+        )
+    return found
 
 
 def _finite(value: float) -> float | None:
@@ -123,7 +159,7 @@ def _performance(
     option: PlanOption, tokens_per_second: float, candidates: Candidates, position: int
 ) -> Performance:
     if option.training is not None:
-        time_h = float(candidates.time_hours[position])
+        time_h = candidates.value("time_hours", position)
         return Performance(
             tokens_per_second=tokens_per_second,
             time_to_result_hours=None if math.isnan(time_h) else time_h,
@@ -301,7 +337,7 @@ def build_pareto(
         )
         offer = ev.index.offers[int(candidates.offer[best])]
         option = _option(ev, int(candidates.offer[best]), int(candidates.option[best]))
-        latency = float(candidates.latency_seconds[best])
+        latency = candidates.value("latency_seconds", best)
         points.append(
             ParetoPoint(
                 rank=rank_of.get(best),
@@ -310,7 +346,7 @@ def build_pareto(
                 region=offer.region,
                 gpus=option.plan.gpus,
                 total_usd=total,
-                time_to_result_hours=float(candidates.time_hours[best]),
+                time_to_result_hours=candidates.value("time_hours", best),
                 spot=bool(candidates.spot[best]),
                 equivalent_offers=len(members),
                 latency_seconds=None if math.isnan(latency) else latency,
