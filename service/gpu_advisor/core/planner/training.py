@@ -5,8 +5,11 @@ The search space and its bounds are described in :mod:`gpu_advisor.core.planner.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
+
+from msgspec import Struct
 
 from gpu_advisor.core.planner.flops import training_flops_per_token
 from gpu_advisor.core.planner.hardware import Links, links
@@ -25,6 +28,33 @@ from gpu_advisor.core.planner.topology import (
 )
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
 from gpu_advisor.core.spec import Objective, Sharding, TrainingWorkload
+
+
+class _Fit:
+    """The fit test of one search (``need <= usable``), recording the interval of usable
+    bytes ``[low, high)`` over which every test it made answers the same: a search is a
+    function of those answers, so its result holds for any GPU in the interval."""
+
+    def __init__(self, usable: float) -> None:
+        self.usable = usable
+        self.low = -math.inf
+        self.high = math.inf
+
+    def __call__(self, need_bytes: int) -> bool:
+        if need_bytes <= self.usable:
+            self.low = max(self.low, need_bytes)
+            return True
+        self.high = min(self.high, need_bytes)
+        return False
+
+
+class _Found(Struct, frozen=True):
+    """A search's result and the usable bytes ``[low, high)`` it holds for."""
+
+    low: float
+    high: float
+    plans: list[ParallelPlan]
+    smallest: MemoryBreakdown | None
 
 
 def _noted(need: MemoryBreakdown, best: list[MemoryBreakdown]) -> int:
@@ -49,12 +79,11 @@ class TrainingPlanner:
         self.shardings: tuple[Sharding, ...] = (
             (workload.sharding,) if workload.sharding else ZERO_STAGES
         )
-        # Groups that share a GPU count and usable memory share their fitting plans.
         self._speeds: dict[tuple[Any, ...], TrainingEstimate] = {}
         self._flops = training_flops_per_token(space.arch, workload)
-        self._fits: dict[
-            tuple[int, int, int, float], tuple[list[ParallelPlan], MemoryBreakdown | None]
-        ] = {}
+        # Groups that share a GPU count share their searches wherever the usable memory
+        # compares alike with every requirement the search asked about.
+        self._fits: dict[tuple[int, int, int], list[_Found]] = {}
 
     def first_fits(
         self,
@@ -68,17 +97,18 @@ class TrainingPlanner:
 
         ``best`` keeps the smallest requirement seen (for rejection sentences).
         """
-        key = (gpus_per_node, nodes, tp_cap, usable)
-        cached = self._fits.get(key)
-        if cached is None:
+        searches = self._fits.setdefault((gpus_per_node, nodes, tp_cap), [])
+        found = next((f for f in searches if f.low <= usable < f.high), None)
+        if found is None:
             seen: list[MemoryBreakdown] = []
-            plans = self._search(gpus_per_node, nodes, tp_cap, usable, seen)
-            cached = (plans, seen[0] if seen else None)
-            self._fits[key] = cached
-        plans, smallest = cached
+            fit = _Fit(usable)
+            plans = self._search(gpus_per_node, nodes, tp_cap, fit, seen)
+            found = _Found(fit.low, fit.high, plans, seen[0] if seen else None)
+            searches.append(found)
+        smallest = found.smallest
         if smallest is not None and (not best or smallest.total_bytes < best[0].total_bytes):
             best[:] = [smallest]
-        return plans
+        return found.plans
 
     def fits_somewhere(self, gpus_per_node: int, nodes: int, tp_cap: int, usable: float) -> bool:
         """Whether a most-sharded plan of ``nodes`` nodes at the widest TP degree fits
@@ -136,7 +166,7 @@ class TrainingPlanner:
         gpus_per_node: int,
         nodes: int,
         tp_cap: int,
-        usable: float,
+        fit: _Fit,
         best: list[MemoryBreakdown],
     ) -> list[ParallelPlan]:
         total = gpus_per_node * nodes
@@ -145,17 +175,17 @@ class TrainingPlanner:
             return []
         # Narrower TP holds more per GPU: when no most-sharded plan of the widest fits, none
         # can (and ``best`` then holds the least any plan needs).
-        if not any(_noted(need, best) <= usable for _, need in self._sweep(degrees[-1], total)):
+        if not any(fit(_noted(need, best)) for _, need in self._sweep(degrees[-1], total)):
             return []
         fitting: list[ParallelPlan] = []
         for t in degrees:
-            found = self._first_plan(t, total, usable, best)
+            found = self._first_plan(t, total, fit, best)
             if found is not None:
                 fitting.append(found)
         return fitting
 
     def _first_plan(
-        self, t: int, total: int, usable: float, best: list[MemoryBreakdown]
+        self, t: int, total: int, fit: _Fit, best: list[MemoryBreakdown]
     ) -> ParallelPlan | None:
         """The first fitting plan of TP ``t``: the smallest PP degree at which one fits,
         then the preferred EP and ZeRO stage there. At each PP degree the preferred plan is
@@ -175,14 +205,14 @@ class TrainingPlanner:
                 sequence_parallel=t > 1,
             )
             need = self.space.memory(preferred)
-            if need is not None and _noted(need, best) <= usable:
+            if need is not None and fit(_noted(need, best)):
                 return preferred
             loosest = self._loosest(t, p, total)
             least = self.space.memory(loosest)
             if least is None:
                 continue
-            if _noted(least, best) <= usable:
-                found = self._first_fit(t, p, d, experts, stages, usable)
+            if fit(_noted(least, best)):
+                found = self._first_fit(t, p, d, experts, stages, fit)
                 if found is not None:
                     return found
             if previous is not None and least.total_bytes > previous * (1 - PIPELINE_MIN_SAVING):
@@ -197,7 +227,7 @@ class TrainingPlanner:
         d: int,
         experts: list[int],
         stages: tuple[Sharding, ...],
-        usable: float,
+        fit: _Fit,
     ) -> ParallelPlan | None:
         """The first fitting plan in preference order (less EP, then the lowest ZeRO stage).
 
@@ -217,23 +247,23 @@ class TrainingPlanner:
                 )
                 for stage in stages
             ]
-            if self._plan_fits(plans[0], usable):
+            if self._plan_fits(plans[0], fit):
                 return plans[0]
-            if not self._plan_fits(plans[-1], usable):
+            if not self._plan_fits(plans[-1], fit):
                 continue
             low, high = 1, len(plans) - 1  # plans[high] fits, plans[0] does not
             while low < high:
                 middle = (low + high) // 2
-                if self._plan_fits(plans[middle], usable):
+                if self._plan_fits(plans[middle], fit):
                     high = middle
                 else:
                     low = middle + 1
             return plans[high]
         return None
 
-    def _plan_fits(self, plan: ParallelPlan, usable: float) -> bool:
+    def _plan_fits(self, plan: ParallelPlan, fit: _Fit) -> bool:
         found = self.space.memory(plan)
-        return found is not None and found.total_bytes <= usable
+        return found is not None and fit(found.total_bytes)
 
     def node_counts(self, key: GroupKey) -> list[int]:
         """Node counts searched: powers of two within max_nodes and max_gpus; 1 without a
