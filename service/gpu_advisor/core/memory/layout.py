@@ -254,18 +254,26 @@ def shard_params(arch: Architecture, plan: ParallelPlan, stage: int) -> ShardPar
     factored = matrices = 0
     largest = 0
     block = 0
+    start, end = here
     for module in arch.linears:
-        n_layers = _overlap(_module_range(module, enc, dec), here)
-        if n_layers == 0:
+        low, high = _module_range(module, enc, dec)
+        n_layers = min(high, end) - max(low, start)
+        if n_layers <= 0:
             continue
-        w_one, rows_one = _tp_divisor_elements(module, arch, tp)
+        if tp == 1:
+            rows_one = module.out_features
+            w_one = module.in_features * rows_one
+        else:
+            w_one, rows_one = _tp_divisor_elements(module, arch, tp)
         copies = module.copies_per_layer
-        if module.expert == "routed":
+        is_routed = module.expert == "routed"
+        if is_routed:
             copies = -(-copies // ep)
-        weight = w_one * copies * n_layers
-        rows = rows_one * copies * n_layers
-        b = (rows_one * copies * n_layers) if module.bias else 0
-        if module.expert == "routed":
+        per_layer = copies * n_layers
+        weight = w_one * per_layer
+        rows = rows_one * per_layer
+        b = rows if module.bias else 0
+        if is_routed:
             routed += weight
             routed_rows += rows
             routed_bias += b
@@ -274,14 +282,14 @@ def shard_params(arch: Architecture, plan: ParallelPlan, stage: int) -> ShardPar
             dense_rows += rows
         bias += b
         cols_one = -(-w_one // rows_one) if rows_one else 0
-        factored += (rows_one + cols_one) * copies * n_layers
-        matrices += copies * n_layers
+        factored += (rows_one + cols_one) * per_layer
+        matrices += per_layer
         module_elems = w_one * copies + (rows_one * copies if module.bias else 0)
         # Routed experts are one fused module per layer in transformers >= 5 (3-D expert
         # weights), so the whole layer's experts are gathered together under ZeRO-3.
-        largest = max(
-            largest, module_elems if module.expert == "routed" else module_elems // copies
-        )
+        unit = module_elems if is_routed else module_elems // copies
+        if unit > largest:
+            largest = unit
         block += module_elems
 
     if not arch.linears and counts.linear:
