@@ -68,9 +68,9 @@ class MarketResult(Struct, frozen=True, kw_only=True):
 
     Per offer (arrays over the priced subset): ``feasible`` (some option passes every
     numeric check), ``option`` (the chosen option, or the objective's best for infeasible
-    offers), ``code`` (0 when feasible, else 1 + index into :data:`NUMERIC_CODES`),
-    ``price`` (the market's instance price) and ``cell`` (flat position of the offer's
-    (class, option) in the per-class tables).
+    offers), ``code`` (0 when feasible, else 1 + index into :data:`NUMERIC_CODES`) and
+    ``price`` (the market's instance price); the offer's (class, option) is the flat position
+    ``offer_class x width + option`` in the per-class tables.
 
     Per class and option, flattened (``tables``): ``total_usd``, ``price_per_hour_usd`` and
     ``per_million_usd`` as coefficients of the price; ``time_hours``, ``latency_seconds``,
@@ -83,7 +83,6 @@ class MarketResult(Struct, frozen=True, kw_only=True):
     option: IntArray
     code: IntArray
     price: FloatArray
-    cell: IntArray
     offer_class: IntArray
     tables: dict[str, FloatArray]
     least: dict[str, FloatArray]
@@ -103,7 +102,10 @@ class MarketResult(Struct, frozen=True, kw_only=True):
 
     def values(self, name: str, at: IntArray | None = None) -> FloatArray:
         """``name`` for the priced offers at positions ``at`` (all when None)."""
-        cells = self.cell if at is None else self.cell[at]
+        if at is None:
+            cells = self.offer_class * self.width + self.option
+        else:
+            cells = self.offer_class[at] * self.width + self.option[at]
         found = np.asarray(self.tables[name][cells], dtype=np.float64)
         if name in _PRICE_SCALED:
             found = found * (self.price if at is None else self.price[at])
@@ -228,11 +230,22 @@ def price_market(
     price = price_per_hour_usd
     cls = offer_class
     width = valid.shape[1]
+    class_rows = np.arange(valid.shape[0])
     usable: NDArray[np.bool_] = np.asarray(usable_sorted.any(axis=1))
+    best_option = order[:, 0]  # the objective's best option of each class
+    deadline_at_best = deadline_fail[class_rows, best_option]
     if constraints.budget_usd is None and constraints.max_price_per_hour_usd is None:
-        # No price-dependent check: the choice is the class's first usable option.
+        # No price-dependent check: every offer of a class takes the class's first usable
+        # option, so the per-offer arrays are one look-up each.
+        class_option = np.where(
+            usable, order[class_rows, np.argmax(usable_sorted, axis=1)], best_option
+        )
+        class_code = np.where(
+            usable | ~deadline_at_best, 0, NUMERIC_CODES.index("past_deadline") + 1
+        )
         feasible = usable[cls]
-        first = np.argmax(usable_sorted, axis=1)[cls]
+        option = class_option[cls]
+        code = class_code[cls]
     else:
         # First option, in objective order, whose price-dependent checks pass: one pass per
         # option column over 1-D arrays (cheaper than an (offers, options) matrix).
@@ -242,20 +255,18 @@ def price_market(
             first = np.where(passes, k, first)
         feasible = first < width
         first = np.minimum(first, width - 1)
-    flat_order = order.ravel()
-    best = flat_order[cls * width]
-    option = np.where(feasible, flat_order[cls * width + first], best)
-
-    with np.errstate(invalid="ignore"):
-        code = _numeric_codes(
-            price,
-            coefficient.ravel(),
-            nodes.ravel(),
-            deadline_fail.ravel(),
-            cls * width + best,
-            constraints,
-        )
-    code = np.where(feasible, 0, code)
+        best = best_option[cls]
+        option = np.where(feasible, order.ravel()[cls * width + first], best)
+        with np.errstate(invalid="ignore"):
+            code = _numeric_codes(
+                price,
+                coefficient.ravel(),
+                nodes.ravel(),
+                deadline_fail.ravel(),
+                cls * width + best,
+                constraints,
+            )
+        code = np.where(feasible, 0, code)
 
     def least(values: FloatArray) -> FloatArray:
         return np.asarray(
@@ -264,10 +275,9 @@ def price_market(
 
     return MarketResult(
         feasible=feasible,
-        option=option.astype(np.intp),
-        code=code.astype(np.intp),
+        option=np.asarray(option, dtype=np.intp),
+        code=np.asarray(code, dtype=np.intp),
         price=price,
-        cell=cls * width + option,
         offer_class=cls,
         tables={
             "total_usd": coefficient.ravel(),
