@@ -171,7 +171,8 @@ class RecommendationIndex:
         rank[by_name] = np.arange(n, dtype=np.int64)
         self.name_rank = _frozen(rank)
         self.by_name = _frozen(by_name)
-        _, self.choice_code = _codes([f"{o.provider}\0{o.instance_type}" for o in self.offers])
+        _, choices = _codes([f"{o.provider}\0{o.instance_type}" for o in self.offers])
+        self.choice_code = _frozen(choices.astype(np.int64))
 
     def __len__(self) -> int:
         return len(self.offers)

@@ -26,7 +26,7 @@ latency) for serving, where the time to result is the fixed serving period.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from msgspec import Struct
@@ -252,38 +252,48 @@ class Evaluation:
         verdicts = self.verdicts
         width = max((len(v.options) for v in verdicts if v is not None), default=0) or 1
         shape = (len(verdicts), width)
-        valid = np.zeros(shape, dtype=bool)
-        nodes = np.ones(shape, dtype=np.int64)
-        gpus = np.ones(shape, dtype=np.int64)
-        base = np.full(shape, np.nan)
-        rate = np.full(shape, np.nan)
-        latency = np.full(shape, np.nan)
-        write = np.zeros(shape)
         adapters_only = (
             isinstance(self.workload, TrainingWorkload) and self.workload.method != "full"
         )
+        cells: list[int] = []
+        nodes: list[int] = []
+        gpus: list[int] = []
+        base: list[float] = []
+        rate: list[float] = []
+        latency: list[float] = []
+        write: list[float] = []
+        nan = float("nan")
         for g, verdict in enumerate(verdicts):
             if verdict is None:
                 continue
             for k, option in enumerate(verdict.options):
-                valid[g, k] = True
-                nodes[g, k] = option.nodes
-                gpus[g, k] = option.plan.gpus
-                base[g, k] = np.nan if option.time_hours is None else option.time_hours * 3600.0
-                rate[g, k] = option.tokens_per_second
-                if option.inference is not None:
-                    latency[g, k] = option.inference.request_latency_seconds
+                cells.append(g * width + k)
+                nodes.append(option.nodes)
+                gpus.append(option.plan.gpus)
+                base.append(nan if option.time_hours is None else option.time_hours * 3600.0)
+                rate.append(option.tokens_per_second)
+                serving = option.inference
+                latency.append(nan if serving is None else serving.request_latency_seconds)
+                seconds = 0.0
                 if option.training is not None:
                     size = checkpoint_bytes(option.plan, option.memory, adapters_only=adapters_only)
-                    write[g, k] = size / (CHECKPOINT_WRITE_BYTES_PER_S * option.nodes)
+                    seconds = size / (CHECKPOINT_WRITE_BYTES_PER_S * option.nodes)
+                write.append(seconds)
+        at = np.asarray(cells, dtype=np.intp)
+
+        def filled(values: list[Any], fill: Any, dtype: Any) -> Any:
+            found = np.full(shape, fill, dtype=dtype)
+            found.ravel()[at] = values
+            return found
+
         return OptionTable(
-            valid=valid,
-            nodes=nodes,
-            gpus=gpus,
-            base_seconds=base,
-            tokens_per_second=rate,
-            latency_seconds=latency,
-            checkpoint_write_seconds=write,
+            valid=filled([True] * len(cells), False, bool),
+            nodes=filled(nodes, 1, np.int64),
+            gpus=filled(gpus, 1, np.int64),
+            base_seconds=filled(base, np.nan, np.float64),
+            tokens_per_second=filled(rate, np.nan, np.float64),
+            latency_seconds=filled(latency, np.nan, np.float64),
+            checkpoint_write_seconds=filled(write, 0.0, np.float64),
         )
 
     def _structural_codes(self) -> NDArray[np.intp]:
@@ -390,15 +400,9 @@ class Evaluation:
         sizes = [w.size for w in positions]
         where = np.concatenate(positions) if positions else np.zeros(0, dtype=np.intp)
         offer = outcome.priced[where]
-        spot = (
-            np.concatenate(
-                [
-                    np.full(size, m == "spot", dtype=np.int64)
-                    for m, size in zip(markets, sizes, strict=True)
-                ]
-            )
-            if positions
-            else np.zeros(0, dtype=np.int64)
+        spot = np.repeat(
+            np.asarray([m == "spot" for m in markets], dtype=np.int64),
+            np.asarray(sizes, dtype=np.intp),
         )
         bounds = np.cumsum([0, *sizes])
 
@@ -421,7 +425,7 @@ class Evaluation:
             if results
             else np.zeros(0, dtype=np.intp),
             name_rank=self.index.name_rank[offer],
-            choice=self.index.choice_code[offer].astype(np.int64) * 2 + spot,
+            choice=self.index.choice_code[offer] * 2 + spot,
             fetch=fetch,
         )
 
