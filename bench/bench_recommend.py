@@ -8,8 +8,9 @@
 interconnect, network, billing) into a numbered region at a jittered price, so the planning
 groups are the real ones and the 50,000 offers price independently. ``--catalog bundled`` uses
 the snapshot as it is. The GPU table, provider facts and model presets are the bundled ones;
-the memory estimator is ``gpu_advisor.core.memory.estimate_memory`` when it exists, else a
-stand-in with the same signature (the output says which).
+the memory estimator is a ``gpu_advisor.core.memory.WorkloadEstimator`` per request, as the
+service runs it (``--memory plain``: ``estimate_memory`` for every plan; ``--memory stand-in``:
+an estimator that costs almost nothing).
 
 Reports the index build (once per catalog version, outside the request) and, per workload,
 the median / p95 time of one ``recommend`` call with the estimator's share.
@@ -36,6 +37,7 @@ from gpu_advisor.catalog.gpu_table import load_gpu_catalog
 from gpu_advisor.catalog.offers_csv import decode_offers_csv
 from gpu_advisor.catalog.reference import load_providers
 from gpu_advisor.core.architecture import Architecture
+from gpu_advisor.core.memory import WorkloadEstimator, estimate_memory
 from gpu_advisor.core.models.resolve import resolve_model
 from gpu_advisor.core.offers import Offer
 from gpu_advisor.core.planner import (
@@ -121,14 +123,17 @@ def stand_in_estimate(
     )
 
 
-def estimator(kind: str = "real") -> tuple[Callable[..., MemoryBreakdown], str]:
+def estimator(
+    kind: str, arch: Architecture, workload: Workload
+) -> tuple[Callable[..., MemoryBreakdown], str]:
+    """The estimator one request uses: ``WorkloadEstimator`` (what the service passes: the
+    answers of ``estimate_memory``, shape-only parts computed once per request),
+    ``estimate_memory`` itself (``plain``) or the stand-in."""
     if kind == "stand-in":
         return stand_in_estimate, "stand-in estimator (isolates the planner's own cost)"
-    try:
-        from gpu_advisor.core.memory import estimate_memory  # type: ignore[attr-defined]
-    except ImportError:
-        return stand_in_estimate, "stand-in estimator (gpu_advisor.core.memory not present)"
-    return estimate_memory, "gpu_advisor.core.memory.estimate_memory"
+    if kind == "plain":
+        return estimate_memory, "gpu_advisor.core.memory.estimate_memory"
+    return WorkloadEstimator(arch, workload), "gpu_advisor.core.memory.WorkloadEstimator"
 
 
 def cases() -> list[tuple[str, RecommendationRequest]]:
@@ -186,15 +191,15 @@ def main(
     catalog: str = "synthetic",
     memory: str = "real",
 ) -> None:
-    """``--catalog synthetic|bundled``; ``--memory real|stand-in`` (the stand-in costs almost
-    nothing, so the timing is the planner's own)."""
+    """``--catalog synthetic|bundled``; ``--memory real|plain|stand-in``: ``real`` is what the
+    service runs (a ``WorkloadEstimator`` per request), ``plain`` calls ``estimate_memory``
+    for every plan, the stand-in costs almost nothing (the timing is the planner's own)."""
     catalog_offers = (
         list(bundled_offers()) if catalog == "bundled" else synthetic_catalog(offers, seed)
     )
     gpus = load_gpu_catalog().by_id
     providers = load_providers()
-    estimate, estimator_name = estimator(memory)
-    rule = MEMORY_CAPACITY_RULE if estimate is not stand_in_estimate else None
+    rule = MEMORY_CAPACITY_RULE if memory != "stand-in" else None
     start = time.perf_counter()
     index = build_recommendation_index(catalog_offers)
     built = time.perf_counter() - start
@@ -202,35 +207,50 @@ def main(
         f"catalog: {catalog} {len(catalog_offers):,} offers, {len(index.groups)} planning groups, "
         f"{len(index.class_group)} pricing classes (seed {seed})"
     )
-    print(f"estimator: {estimator_name}")
     print(f"index build (once per catalog version): {built * 1e3:.1f} ms")
+    _, estimator_name = estimator(memory, stand_in_arch(), InferenceWorkload())
+    print(f"estimator: {estimator_name}")
     for name, request in cases():
         arch = resolve_model(request.model)
-        spent: dict[str, float] = {"estimator": 0.0}
-
-        def timed(*args: Any, spent: dict[str, float] = spent, **kwargs: Any) -> MemoryBreakdown:
-            t0 = time.perf_counter()
-            try:
-                return estimate(*args, **kwargs)
-            finally:
-                spent["estimator"] += time.perf_counter() - t0
-
         times: list[float] = []
+        spent = 0.0
         result: Any = None
         for _ in range(repeat):
-            spent["estimator"] = 0.0
             t0 = time.perf_counter()
+            estimate, _ = estimator(memory, arch, request.workload)
+            timed = Timed(estimate)
             result = recommend(arch, request, index, gpus, providers, timed, capacity_rule=rule)
             times.append(time.perf_counter() - t0)
+            spent = timed.seconds
         times.sort()
         p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
         rejected = sum(g.count for g in result.rejected)
         print(
             f"{name}: median {statistics.median(times) * 1e3:.2f} ms, p95 {p95 * 1e3:.2f} ms "
-            f"(estimator {spent['estimator'] * 1e3:.2f} ms of the last call; "
+            f"(estimator {spent * 1e3:.2f} ms of the last call; "
             f"{len(result.recommendations)} recommended, {rejected:,} rejected in "
             f"{len(result.rejected)} groups, {len(result.pareto)} Pareto points)"
         )
+
+
+class Timed:
+    """An estimator that adds up the time spent in it."""
+
+    def __init__(self, estimate: Callable[..., MemoryBreakdown]) -> None:
+        self.estimate = estimate
+        self.seconds = 0.0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> MemoryBreakdown:
+        t0 = time.perf_counter()
+        try:
+            return self.estimate(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+
+def stand_in_arch() -> Architecture:
+    """Any architecture (only to name the estimator kind before the cases run)."""
+    return resolve_model(ModelSpec(preset="meta-llama/Llama-3.1-8B"))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.errors import UnknownGpuError
 from gpu_advisor.core.estimate import EstimateResponse, estimate
 from gpu_advisor.core.gpus import GpuCatalog, GpuSpec, resolve_gpu
-from gpu_advisor.core.memory import estimate_memory
+from gpu_advisor.core.memory import WorkloadEstimator
 from gpu_advisor.core.models import resolve_model
 from gpu_advisor.core.offers import ProviderInfo
 from gpu_advisor.core.planner import (
@@ -146,7 +146,7 @@ class Advisor:
             index,
             self.gpus.by_id,
             self.providers,
-            estimate_memory,
+            WorkloadEstimator(arch, request.workload),
             capacity_rule=MEMORY_CAPACITY_RULE,
         )
         return RecommendationResponse(

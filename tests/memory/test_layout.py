@@ -7,8 +7,7 @@ import pytest
 from mem_data import arch
 
 from gpu_advisor.core.memory import estimate_memory
-from gpu_advisor.core.memory import inference as inference_module
-from gpu_advisor.core.memory import training as training_module
+from gpu_advisor.core.memory import parts as parts_module
 from gpu_advisor.core.memory.activation_stages import layer_kinds
 from gpu_advisor.core.memory.activations import LayerKind
 from gpu_advisor.core.memory.layout import (
@@ -79,17 +78,17 @@ def test_every_stage_counts_where_layers_differ():
 
 
 @pytest.mark.parametrize(
-    ("workload", "module"),
+    "workload",
     [
-        (TrainingWorkload(sequence_length=4096, micro_batch_size=2), training_module),
-        (TrainingWorkload(method="lora", global_batch_size=64), training_module),
-        (InferenceWorkload(context_length=8192, concurrency=8), inference_module),
+        TrainingWorkload(sequence_length=4096, micro_batch_size=2),
+        TrainingWorkload(method="lora", global_batch_size=64),
+        InferenceWorkload(context_length=8192, concurrency=8),
     ],
 )
 @pytest.mark.parametrize("pp", [5, 16, 32, 64])
-def test_skipping_alike_stages_keeps_the_breakdown(workload, module, pp, monkeypatch):
+def test_skipping_alike_stages_keeps_the_breakdown(workload, pp, monkeypatch):
     a = arch("meta-llama--Llama-3.1-70B")
     plan = ParallelPlan(tensor_parallel=2, pipeline_parallel=pp, data_parallel=2)
     fast = estimate_memory(a, workload, plan, capacity_bytes=80 * 2**30)
-    monkeypatch.setattr(module, "heaviest_stage_candidates", lambda _arch, n: list(range(n)))
+    monkeypatch.setattr(parts_module, "heaviest_stage_candidates", lambda _arch, n: list(range(n)))
     assert fast == estimate_memory(a, workload, plan, capacity_bytes=80 * 2**30)

@@ -25,7 +25,12 @@ from msgspec import Struct
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.errors import InvalidSpecError
 from gpu_advisor.core.gpus import GpuCatalog, GpuSpec
-from gpu_advisor.core.memory import estimate_memory, max_concurrency, max_context_length
+from gpu_advisor.core.memory import (
+    WorkloadEstimator,
+    estimate_memory,
+    max_concurrency,
+    max_context_length,
+)
 from gpu_advisor.core.memory.inference import kv_element_bytes, weight_plan
 from gpu_advisor.core.memory.kv_cache import kv_cache_bytes_per_token
 from gpu_advisor.core.offers import Interconnect, Network, Offer, ProviderInfo
@@ -172,7 +177,7 @@ def _plan_on_reference(
         offers,
         gpus,
         {REFERENCE_PROVIDER.name: REFERENCE_PROVIDER},
-        estimate_memory,
+        WorkloadEstimator(arch, ask.workload),
         capacity_rule=MEMORY_CAPACITY_RULE,
     )
 

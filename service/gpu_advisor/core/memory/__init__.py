@@ -7,6 +7,7 @@ in ``training`` and ``inference``; the entry points are in ``estimate``.
 
 from gpu_advisor.core.memory.engine import KvPoolCheck
 from gpu_advisor.core.memory.estimate import (
+    WorkloadEstimator,
     at_capacity,
     capacity_class,
     estimate_memory,
@@ -26,6 +27,7 @@ __all__ = [
     "EAGER_LOADING_OVERHEAD",
     "KvPoolCheck",
     "OverheadModel",
+    "WorkloadEstimator",
     "at_capacity",
     "capacity_class",
     "estimate_memory",

@@ -40,6 +40,7 @@ from gpu_advisor.core.memory.kernels import Kernels
 from gpu_advisor.core.memory.kv_cache import per_layer_token_bytes
 from gpu_advisor.core.memory.layout import stage_ranges
 from gpu_advisor.core.memory.overhead import DEFAULT_OVERHEAD, OverheadModel
+from gpu_advisor.core.memory.parts import RememberedParts
 from gpu_advisor.core.memory.training import training_breakdown
 from gpu_advisor.core.memory.validate import total_stack_layers, validate_plan
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
@@ -99,6 +100,66 @@ def estimate_memory(
             return inference_breakdown(
                 arch, workload, plan, capacity_bytes=capacity_bytes, overhead=overhead
             )
+
+
+class WorkloadEstimator:
+    """:func:`estimate_memory` of one architecture and workload over many plans, computing
+    each shape-only part once (:class:`.parts.RememberedParts`): the answers are
+    ``estimate_memory``'s, a search over hundreds of plans is several times cheaper.
+
+    Callable like ``estimate_memory(arch, workload, plan, *, capacity_bytes=None)`` (the
+    planner's ``MemoryEstimator``); asked about another architecture or workload it answers
+    with ``estimate_memory`` itself. Request-scoped: make one per search, do not share it
+    between threads.
+    """
+
+    def __init__(
+        self, arch: Architecture, workload: Workload, *, overhead: OverheadModel = DEFAULT_OVERHEAD
+    ) -> None:
+        self.arch = arch
+        self.workload = workload
+        self.overhead = overhead
+        self._parts = RememberedParts(arch)
+
+    def __call__(
+        self,
+        arch: Architecture,
+        workload: Workload,
+        plan: ParallelPlan,
+        /,
+        *,
+        capacity_bytes: int | None = None,
+    ) -> MemoryBreakdown:
+        """``estimate_memory(arch, workload, plan, capacity_bytes=...)``.
+
+        Raises:
+            InvalidSpecError: as :func:`estimate_memory`.
+        """
+        if arch is not self.arch or workload is not self.workload:
+            return estimate_memory(
+                arch, workload, plan, capacity_bytes=capacity_bytes, overhead=self.overhead
+            )
+        validate_plan(arch, plan)
+        match workload:
+            case TrainingWorkload():
+                return training_breakdown(
+                    arch,
+                    workload,
+                    plan,
+                    capacity_bytes=capacity_bytes,
+                    gpus_per_node=min(DEFAULT_GPUS_PER_NODE, plan.gpus),
+                    overhead=self.overhead,
+                    parts=self._parts,
+                )
+            case InferenceWorkload():
+                return inference_breakdown(
+                    arch,
+                    workload,
+                    plan,
+                    capacity_bytes=capacity_bytes,
+                    overhead=self.overhead,
+                    parts=self._parts,
+                )
 
 
 def capacity_class(workload: Workload, capacity_bytes: int | None) -> bool:
@@ -361,6 +422,7 @@ def kv_pool_check(
 
 
 __all__ = [
+    "WorkloadEstimator",
     "at_capacity",
     "capacity_class",
     "estimate_memory",

@@ -42,13 +42,9 @@ from gpu_advisor.core.memory.kv_cache import (
     kv_cache_bytes,
     kv_cache_bytes_per_token,
 )
-from gpu_advisor.core.memory.layout import (
-    ShardParams,
-    heaviest_stage_candidates,
-    shard_params,
-    stage_range,
-)
+from gpu_advisor.core.memory.layout import ShardParams, stage_range
 from gpu_advisor.core.memory.overhead import OverheadModel, runtime_overhead_bytes
+from gpu_advisor.core.memory.parts import FRESH, Parts
 from gpu_advisor.core.memory.validate import total_stack_layers
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
 from gpu_advisor.core.spec import InferenceWorkload
@@ -192,11 +188,12 @@ def stage_breakdown(
     wplan: WeightPlan,
     capacity_bytes: int | None,
     overhead: OverheadModel,
+    parts: Parts = FRESH,
 ) -> MemoryBreakdown:
     """The serving requirement of one GPU of pipeline stage ``stage``."""
-    shard = shard_params(arch, plan, stage)
-    parts = shard_weight_bytes(shard, wplan)
-    weights = sum(parts.values())
+    shard = parts.shard(arch, plan, stage)
+    weight_parts = shard_weight_bytes(shard, wplan)
+    weights = sum(weight_parts.values())
     kv_b = kv_element_bytes(workload, wplan)
     act_b = activation_bytes(wplan)
     start, end = stage_range(total_stack_layers(arch), plan.pipeline_parallel, stage)
@@ -237,7 +234,7 @@ def stage_breakdown(
     details = {
         "pipeline_stage": stage,
         "parameters_on_gpu": shard.total,
-        **parts,
+        **weight_parts,
         "kv_cache.bytes_per_token": kv_cache_bytes_per_token(
             arch,
             element_bytes=kv_b,
@@ -275,11 +272,15 @@ def inference_breakdown(
     *,
     capacity_bytes: int | None,
     overhead: OverheadModel,
+    parts: Parts = FRESH,
 ) -> MemoryBreakdown:
-    """The requirement of the most loaded GPU of a serving plan (see module docstring)."""
+    """The requirement of the most loaded GPU of a serving plan (see module docstring).
+
+    ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts.
+    """
     wplan = weight_plan(arch, workload.weight_dtype)
     best: MemoryBreakdown | None = None
-    for stage in heaviest_stage_candidates(arch, plan.pipeline_parallel):
+    for stage in parts.stages(arch, plan.pipeline_parallel):
         result = stage_breakdown(
             arch,
             workload,
@@ -288,6 +289,7 @@ def inference_breakdown(
             wplan=wplan,
             capacity_bytes=capacity_bytes,
             overhead=overhead,
+            parts=parts,
         )
         if best is None or result.total_bytes > best.total_bytes:
             best = result

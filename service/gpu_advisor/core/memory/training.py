@@ -30,27 +30,17 @@ import msgspec
 from msgspec import Struct
 
 from gpu_advisor.core.architecture import Architecture
-from gpu_advisor.core.memory.activation_stages import (
-    StageActivations,
-    layer_kinds,
-    stage_activations,
-)
+from gpu_advisor.core.memory.activation_stages import StageActivations, stage_activations
 from gpu_advisor.core.memory.activations import (
     ActivationSetup,
     LayerActivations,
     LayerKind,
     Trainable,
-    layer_activations,
 )
 from gpu_advisor.core.memory.formats import NF4, elements_bytes
 from gpu_advisor.core.memory.kernels import MEGATRON, Kernels, kernels_for
-from gpu_advisor.core.memory.layout import (
-    ShardParams,
-    heaviest_stage_candidates,
-    shard_params,
-    stage_range,
-)
-from gpu_advisor.core.memory.lora import AdapterCounts, adapter_counts
+from gpu_advisor.core.memory.layout import ShardParams, stage_range
+from gpu_advisor.core.memory.lora import AdapterCounts
 from gpu_advisor.core.memory.model_states import (
     ZERO_STAGE,
     GatherUnit,
@@ -65,6 +55,7 @@ from gpu_advisor.core.memory.model_states import (
     zero3_gathered_bytes,
 )
 from gpu_advisor.core.memory.overhead import OverheadModel, runtime_overhead_bytes
+from gpu_advisor.core.memory.parts import FRESH, Parts
 from gpu_advisor.core.memory.validate import total_stack_layers
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
 from gpu_advisor.core.spec import Sharding, TrainingWorkload
@@ -157,13 +148,14 @@ def _stage(
     overhead: OverheadModel,
     setup: ActivationSetup,
     inventories: Mapping[LayerKind, LayerActivations],
+    parts: Parts,
 ) -> _StageResult:
     prec = workload.precision
     sharding = effective_sharding(workload, plan)
     zstage = ZERO_STAGE[sharding]
     dp = plan.data_parallel
     edp = max(1, dp // plan.expert_parallel)
-    shard = shard_params(arch, plan, stage)
+    shard = parts.shard(arch, plan, stage)
     total_layers = total_stack_layers(arch)
     wb = weight_bytes_per_parameter(prec)
     grad_dtype = workload.gradient_dtype or default_gradient_dtype(prec)
@@ -252,7 +244,7 @@ def _stage(
     details["optimizer.master_weights_bytes"] = master_gpu
     details["optimizer.state_bytes"] = opt_gpu
 
-    acts = _activations(arch, workload, plan, stage, setup, inventories)
+    acts = _activations(arch, workload, plan, stage, setup, inventories, parts)
     details["activations.saved_bytes"] = acts.saved
     details["activations.logits_buffer_bytes"] = acts.loss_saved + acts.logits_transient
     details["activations.recompute_working_set_bytes"] = acts.recompute_working_set
@@ -334,12 +326,13 @@ def _activations(
     stage: int,
     setup: ActivationSetup,
     inventories: Mapping[LayerKind, LayerActivations],
+    parts: Parts,
 ) -> StageActivations:
     here = stage_range(total_stack_layers(arch), plan.pipeline_parallel, stage)
     return stage_activations(
         arch,
         setup,
-        layers=layer_kinds(arch, here, workload.sequence_length),
+        layers=parts.kinds(arch, here, workload.sequence_length),
         first_stage=stage == 0,
         last_stage=stage == plan.pipeline_parallel - 1,
         micro_batches_in_flight=_micro_batches_in_flight(workload, plan, stage),
@@ -356,24 +349,20 @@ def training_breakdown(
     gpus_per_node: int,
     overhead: OverheadModel,
     kernels: Kernels | None = None,
+    parts: Parts = FRESH,
 ) -> MemoryBreakdown:
-    """The requirement of the most loaded GPU of a training plan (see module docstring)."""
-    adapters = (
-        adapter_counts(arch, workload.lora_targets, workload.lora_rank)
-        if workload.method in ("lora", "qlora")
-        else None
-    )
+    """The requirement of the most loaded GPU of a training plan (see module docstring).
+
+    ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts.
+    """
+    adapters = parts.adapters(arch, workload) if workload.method in ("lora", "qlora") else None
     chosen = kernels or activation_kernels(arch, plan)
     setup = _activation_setup(arch, workload, plan, adapters, chosen)
     # every stage's layers are of these kinds; their inventories do not depend on the stage
-    everything = (0, total_stack_layers(arch))
-    inventories = {
-        kind: layer_activations(arch, setup, kind)
-        for kind, _ in layer_kinds(arch, everything, workload.sequence_length)
-    }
+    inventories = parts.inventories(arch, setup)
     best: _StageResult | None = None
     stages = (
-        heaviest_stage_candidates(arch, plan.pipeline_parallel)
+        parts.stages(arch, plan.pipeline_parallel)
         if overhead.fragmentation_fraction >= 0  # more activations never mean less overhead
         else range(plan.pipeline_parallel)
     )
@@ -389,6 +378,7 @@ def training_breakdown(
             overhead=overhead,
             setup=setup,
             inventories=inventories,
+            parts=parts,
         )
         if best is None or result.total > best.total:
             best = result

@@ -1,0 +1,75 @@
+"""WorkloadEstimator answers exactly what estimate_memory answers, for every plan of a search,
+while remembering the shape-only parts between plans."""
+
+from __future__ import annotations
+
+import pytest
+from mem_data import arch
+
+from gpu_advisor.core.errors import InvalidSpecError
+from gpu_advisor.core.memory import WorkloadEstimator, estimate_memory
+from gpu_advisor.core.results import ParallelPlan
+from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
+
+WORKLOADS = [
+    TrainingWorkload(sequence_length=4096, micro_batch_size=2),
+    TrainingWorkload(method="lora", lora_targets=["all-linear"], global_batch_size=64),
+    TrainingWorkload(method="qlora", gradient_checkpointing="full", optimizer="adafactor"),
+    InferenceWorkload(context_length=8192, concurrency=8),
+    InferenceWorkload(engine="generic", weight_dtype="int4", context_length=2048),
+]
+PLANS = [
+    ParallelPlan(tensor_parallel=t, pipeline_parallel=p, data_parallel=d, sharding=z)
+    for t in (1, 2, 8)
+    for p in (1, 2, 4, 16)
+    for d, z in ((1, "none"), (8, "zero1"), (8, "zero3"), (32, "fsdp"))
+]
+
+
+def _answer(estimate, a, workload, plan, capacity):  # type: ignore[no-untyped-def]
+    """The breakdown, or the field of the error the plan is refused with."""
+    try:
+        return estimate(a, workload, plan, capacity_bytes=capacity)
+    except InvalidSpecError as error:
+        return ("refused", error.field)
+
+
+@pytest.mark.parametrize(
+    "stem",
+    [
+        "meta-llama--Llama-3.1-70B",  # uniform stack, GQA
+        "deepseek-ai--DeepSeek-V3",  # MLA, dense-first MoE layers
+        "google--gemma-2-9b",  # sliding-window layers
+        "google-t5--t5-base",  # encoder-decoder
+        "mistralai--Mixtral-8x7B-v0.1",  # MoE in every layer
+    ],
+)
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_same_answers_as_estimate_memory_plan_after_plan(stem, workload):
+    a = arch(stem)
+    search = WorkloadEstimator(a, workload)
+    for capacity in (None, 80 * 2**30):
+        for plan in PLANS * 2:  # the second pass reads what the first remembered
+            assert _answer(search, a, workload, plan, capacity) == _answer(
+                estimate_memory, a, workload, plan, capacity
+            )
+
+
+def test_other_arguments_are_answered_by_estimate_memory():
+    llama, mixtral = arch("meta-llama--Llama-3.1-8B"), arch("mistralai--Mixtral-8x7B-v0.1")
+    workload = TrainingWorkload()
+    search = WorkloadEstimator(llama, workload)
+    plan = ParallelPlan(tensor_parallel=2)
+    assert search(mixtral, workload, plan) == estimate_memory(mixtral, workload, plan)
+    serve = InferenceWorkload()
+    assert search(llama, serve, plan) == estimate_memory(llama, serve, plan)
+
+
+def test_an_unknown_lora_target_is_reported_on_every_call():
+    a = arch("meta-llama--Llama-3.1-8B")
+    workload = TrainingWorkload(method="lora", lora_targets=["nope"])
+    search = WorkloadEstimator(a, workload)
+    for _ in range(2):
+        with pytest.raises(InvalidSpecError) as raised:
+            search(a, workload, ParallelPlan())
+        assert raised.value.field.startswith("workload.lora_targets")
