@@ -60,7 +60,8 @@ class OptionTable(Struct, frozen=True, kw_only=True):
     checkpoint_write_seconds: FloatArray
 
 
-_PRICE_SCALED = frozenset({"total_usd", "price_per_hour_usd", "per_million_usd"})
+PRICE_SCALED = frozenset({"total_usd", "price_per_hour_usd", "per_million_usd"})
+"""Table values that are coefficients of the instance price (the value is price x table)."""
 
 
 class MarketResult(Struct, frozen=True, kw_only=True):
@@ -96,7 +97,7 @@ class MarketResult(Struct, frozen=True, kw_only=True):
         price-scaled like :meth:`values`; NaN where the option does not exist."""
         cells = self.offer_class[at][:, None] * self.width + np.arange(self.width)
         found = np.where(self.valid[cells], self.tables[name][cells], np.nan)
-        if name in _PRICE_SCALED:
+        if name in PRICE_SCALED:
             found = found * self.price[at][:, None]
         return np.asarray(found, dtype=np.float64)
 
@@ -107,7 +108,7 @@ class MarketResult(Struct, frozen=True, kw_only=True):
         else:
             cells = self.offer_class[at] * self.width + self.option[at]
         found = np.asarray(self.tables[name][cells], dtype=np.float64)
-        if name in _PRICE_SCALED:
+        if name in PRICE_SCALED:
             found = found * (self.price if at is None else self.price[at])
         return found
 
@@ -115,7 +116,7 @@ class MarketResult(Struct, frozen=True, kw_only=True):
         """Least ``name`` over an offer's valid options (``total_usd``, ``time_hours`` or
         ``price_per_hour_usd``), for the priced offers at positions ``at``."""
         found = self.least[name][self.offer_class[at]]
-        if name in _PRICE_SCALED:
+        if name in PRICE_SCALED:
             found = found * self.price[at]
         return np.asarray(found, dtype=np.float64)
 
@@ -247,26 +248,27 @@ def price_market(
         option = class_option[cls]
         code = class_code[cls]
     else:
-        # First option, in objective order, whose price-dependent checks pass: one pass per
-        # option column over 1-D arrays (cheaper than an (offers, options) matrix).
-        first = np.full(cls.shape, width, dtype=np.intp)
-        for k in range(width - 1, -1, -1):
-            passes = usable_sorted[:, k][cls] & (price <= threshold_sorted[:, k][cls])
-            first = np.where(passes, k, first)
-        feasible = first < width
-        first = np.minimum(first, width - 1)
+        # First option, in objective order, whose price-dependent checks pass: the
+        # (offers x options) comparison with each class's price ceilings (-inf where the
+        # option is unusable), then the first passing column.
+        ceilings = np.where(usable_sorted, threshold_sorted, -np.inf)
+        passes = price[:, None] <= ceilings[cls]
+        first = np.argmax(passes, axis=1)
+        feasible = usable[cls] & passes[np.arange(cls.size), first]
         best = best_option[cls]
-        option = np.where(feasible, order.ravel()[cls * width + first], best)
-        with np.errstate(invalid="ignore"):
-            code = _numeric_codes(
-                price,
-                coefficient.ravel(),
-                nodes.ravel(),
-                deadline_fail.ravel(),
-                cls * width + best,
-                constraints,
-            )
-        code = np.where(feasible, 0, code)
+        option = np.where(feasible, order[cls, first], best)
+        code = np.zeros(cls.shape, dtype=np.intp)
+        bad = np.flatnonzero(~feasible)
+        if bad.size:
+            with np.errstate(invalid="ignore"):
+                code[bad] = _numeric_codes(
+                    price[bad],
+                    coefficient.ravel(),
+                    nodes.ravel(),
+                    deadline_fail.ravel(),
+                    cls[bad] * width + best[bad],
+                    constraints,
+                )
 
     def least(values: FloatArray) -> FloatArray:
         return np.asarray(

@@ -40,6 +40,9 @@ class Candidates:
         name_rank: the name tie-break (offer order by provider, instance, region, zone).
         choice: equal for candidates of the same provider, instance type and market (their
             regions and zones differ); each candidate its own choice when not given.
+        cell / price: optional; candidates of one cell share every value but the price-scaled
+            ones (cost, price per hour, per million tokens), which are their ``price`` times
+            the cell's coefficient (:func:`pareto_positions` uses it).
         gpus, total_usd, time_hours, price_per_hour_usd, per_million_usd, latency_seconds:
             value columns (NaN where not defined), given, or fetched from ``fetch`` -- whole
             (:meth:`column`) or at some positions (:meth:`take`): a request reads whole only
@@ -54,6 +57,8 @@ class Candidates:
         option: NDArray[np.intp],
         name_rank: NDArray[np.int64],
         choice: NDArray[np.int64] | None = None,
+        cell: NDArray[np.intp] | None = None,
+        price: FloatArray | None = None,
         fetch: Callable[[str, NDArray[np.intp] | None], FloatArray] | None = None,
         **columns: FloatArray,
     ) -> None:
@@ -62,6 +67,8 @@ class Candidates:
         self.option = option
         self.name_rank = name_rank
         self.choice = choice if choice is not None else np.arange(len(offer), dtype=np.int64)
+        self.cell = cell
+        self.price = price
         self._fetch = fetch
         self._columns: dict[str, FloatArray] = {
             name: np.asarray(values, dtype=np.float64) for name, values in columns.items()
@@ -233,6 +240,22 @@ def same_choice(
     key = _nan_last(primary)
     shown = _ordered(_smallest(key, others, limit), key, candidates)[:limit]
     return [int(i) for i in shown], int(others.size)
+
+
+def pareto_positions(candidates: Candidates, time: str) -> list[int]:
+    """:func:`pareto_front` of the candidates on (``total_usd``, ``time``), by position.
+
+    Where the candidates carry cells, only each cell's cheapest candidates are compared: the
+    others have the same time and a higher cost, so they are dominated.
+    """
+    if candidates.cell is None or candidates.price is None or len(candidates) == 0:
+        return pareto_front(candidates.total_usd, candidates.column(time))
+    cell, price = candidates.cell, candidates.price
+    cheapest = np.full(int(cell.max()) + 1, np.inf)
+    np.minimum.at(cheapest, cell, price)
+    keep = np.flatnonzero(price == cheapest[cell])
+    front = pareto_front(candidates.take("total_usd", keep), candidates.take(time, keep))
+    return [int(keep[i]) for i in front]
 
 
 def pareto_front(

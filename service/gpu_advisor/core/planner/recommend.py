@@ -51,6 +51,7 @@ from gpu_advisor.core.planner.hardware import (
 )
 from gpu_advisor.core.planner.index import RecommendationIndex, build_recommendation_index
 from gpu_advisor.core.planner.markets import (
+    PRICE_SCALED,
     MarketResult,
     OptionTable,
     Outcome,
@@ -60,7 +61,7 @@ from gpu_advisor.core.planner.markets import (
 from gpu_advisor.core.planner.ranking import (
     Candidates,
     objective_column,
-    pareto_front,
+    pareto_positions,
     same_choice,
     top_choices,
 )
@@ -391,41 +392,53 @@ class Evaluation:
         )
 
     def _candidates(self, outcome: Outcome) -> Candidates:
+        """Every feasible (offer, market) with its chosen option; values are read from the
+        markets' per-(class, option) tables through each candidate's flat table cell."""
         markets = [m for m in ("on_demand", "spot") if m in self.markets()]
         results = [outcome.results[m] for m in markets]
-        positions: list[NDArray[np.intp]] = []
-        for market in markets:
-            ok = outcome.codes[market][outcome.priced] == 0
-            positions.append(np.flatnonzero(ok))
-        sizes = [w.size for w in positions]
-        where = np.concatenate(positions) if positions else np.zeros(0, dtype=np.intp)
-        offer = outcome.priced[where]
-        spot = np.repeat(
-            np.asarray([m == "spot" for m in markets], dtype=np.int64),
-            np.asarray(sizes, dtype=np.intp),
-        )
-        bounds = np.cumsum([0, *sizes])
+        offers: list[NDArray[np.intp]] = []
+        options: list[NDArray[np.intp]] = []
+        cells: list[NDArray[np.intp]] = []
+        prices: list[NDArray[np.float64]] = []
+        spots: list[NDArray[np.int64]] = []
+        offset = 0
+        for market, result in zip(markets, results, strict=True):
+            where = np.flatnonzero(outcome.codes[market][outcome.priced] == 0)
+            option = result.option[where]
+            offers.append(outcome.priced[where])
+            options.append(option)
+            cells.append(result.offer_class[where] * result.width + option + offset)
+            prices.append(result.price[where])
+            spots.append(np.full(where.size, market == "spot", dtype=np.int64))
+            offset += result.valid.size
+
+        def joined(parts: list[Any], dtype: Any) -> Any:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+        offer = joined(offers, np.intp)
+        cell = joined(cells, np.intp)
+        price = joined(prices, np.float64)
+        spot = joined(spots, np.int64)
+        tables: dict[str, NDArray[np.float64]] = {}
 
         def fetch(field: str, at: NDArray[np.intp] | None) -> NDArray[np.float64]:
-            """``field`` at candidate positions ``at`` (all when None), market by market."""
-            if at is None:
-                parts = [r.values(field, w) for r, w in zip(results, positions, strict=True)]
-                return np.concatenate(parts) if parts else np.zeros(0)
-            found = np.empty(at.size)
-            for m, result in enumerate(results):
-                mine = (at >= bounds[m]) & (at < bounds[m + 1])
-                if mine.any():
-                    found[mine] = result.values(field, where[at[mine]])
-            return found
+            """``field`` at candidate positions ``at`` (all when None)."""
+            table = tables.get(field)
+            if table is None:
+                table = tables[field] = joined([r.tables[field] for r in results], np.float64)
+            found = table[cell if at is None else cell[at]]
+            if field in PRICE_SCALED:
+                found = found * (price if at is None else price[at])
+            return np.asarray(found, dtype=np.float64)
 
         return Candidates(
             offer=offer,
             spot=spot,
-            option=np.concatenate([r.option[w] for r, w in zip(results, positions, strict=True)])
-            if results
-            else np.zeros(0, dtype=np.intp),
+            option=joined(options, np.intp),
             name_rank=self.index.name_rank[offer],
             choice=self.index.choice_code[offer] * 2 + spot,
+            cell=cell,
+            price=price,
             fetch=fetch,
         )
 
@@ -449,8 +462,7 @@ class Evaluation:
             recommendations.append(
                 build_recommendation(self, outcome, candidates, position, rank, others, count)
             )
-        time_axis = candidates.time_hours if self.training else candidates.latency_seconds
-        front = pareto_front(candidates.total_usd, time_axis)
+        front = pareto_positions(candidates, "time_hours" if self.training else "latency_seconds")
         pareto = build_pareto(self, candidates, front, best)
         found: list[Suggestion] = []
         if not recommendations:

@@ -320,9 +320,11 @@ def build_pareto(
     rank_of = {position: rank for rank, position in enumerate(ranked, start=1)}
     points: list[ParetoPoint] = []
     groups: dict[tuple[float, float], list[int]] = {}
-    time_axis = candidates.time_hours if ev.training else candidates.latency_seconds
-    for position in front:
-        key = (float(candidates.total_usd[position]), float(time_axis[position]))
+    at = np.asarray(front, dtype=np.intp)
+    totals = candidates.take("total_usd", at).tolist()
+    times = candidates.take("time_hours" if ev.training else "latency_seconds", at).tolist()
+    for position, total, time in zip(front, totals, times, strict=True):
+        key = (total, time)
         groups.setdefault(key, []).append(position)
     for (total, _), members in groups.items():
         ranked_members = [m for m in members if m in rank_of]

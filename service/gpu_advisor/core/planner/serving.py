@@ -49,6 +49,7 @@ class ServingPlanner:
         self.throughput_matters = (
             objective == "cost_per_million_tokens" or workload.target_tokens_per_second is not None
         )
+        self._replica_fits: dict[tuple[int, int, int, float], bool] = {}
 
     def replica_shapes(
         self, g: int, tp_cap: int, max_replica_nodes: int
@@ -126,6 +127,10 @@ class ServingPlanner:
                 continue
             if candidates and not self.throughput_matters:
                 break
+            if candidates and max(1, t * p // g) > min(c.nodes for c in candidates):
+                # replicas of more nodes than a deployment found need more instances than it:
+                # they cannot win (the choice ranks fewer instances first), nor can larger ones
+                break
             fit = self.fit_replica(t, p, ctx, best, pool)
             if fit is None:
                 continue
@@ -142,14 +147,20 @@ class ServingPlanner:
 
         def fits_on(tp_cap: int, max_nodes: int) -> int | None:
             def fits(nodes: int) -> bool:  # some replica of up to ``nodes`` nodes fits
-                return any(
-                    self.fit_replica(t, p, ctx, [], []) is not None
-                    for t, p in self.replica_shapes(g, tp_cap, nodes)
-                )
+                return any(self._fits(t, p, ctx) for t, p in self.replica_shapes(g, tp_cap, nodes))
 
             return smallest_fitting_power(fits, max_nodes)
 
         return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, best))
+
+    def _fits(self, t: int, p: int, ctx: GroupContext) -> bool:
+        """Whether a ``t x p`` replica fits the group's GPU (:meth:`fit_replica`), memoised by
+        the GPU's exposed and usable bytes: groups of one GPU type share it."""
+        key = (t, p, ctx.key.memory_exposed_bytes, ctx.usable_bytes)
+        found = self._replica_fits.get(key)
+        if found is None:
+            found = self._replica_fits[key] = self.fit_replica(t, p, ctx, [], []) is not None
+        return found
 
     def _deploy(
         self,
