@@ -248,15 +248,21 @@ def price_market(
         option = class_option[cls]
         code = class_code[cls]
     else:
-        # First option, in objective order, whose price-dependent checks pass: the
-        # (offers x options) comparison with each class's price ceilings (-inf where the
-        # option is unusable), then the first passing column.
+        # First option, in objective order, whose price-dependent checks pass (the price is
+        # at most the option's ceiling; -inf where the option is unusable): column by column
+        # over the offers still undecided -- most pass at the first.
         ceilings = np.where(usable_sorted, threshold_sorted, -np.inf)
-        passes = price[:, None] <= ceilings[cls]
-        first = np.argmax(passes, axis=1)
-        feasible = usable[cls] & passes[np.arange(cls.size), first]
+        first = np.full(cls.shape, width, dtype=np.intp)
+        pending = np.arange(cls.size)
+        for k in range(width):
+            passed = price[pending] <= ceilings[:, k][cls[pending]]
+            first[pending[passed]] = k
+            pending = pending[~passed]
+            if not pending.size:
+                break
+        feasible = first < width
         best = best_option[cls]
-        option = np.where(feasible, order[cls, first], best)
+        option = np.where(feasible, order.ravel()[cls * width + np.minimum(first, width - 1)], best)
         code = np.zeros(cls.shape, dtype=np.intp)
         bad = np.flatnonzero(~feasible)
         if bad.size:

@@ -37,7 +37,8 @@ class Candidates:
         offer: offer position in the index.
         spot: 1 for spot, 0 for on-demand.
         option: chosen plan option of the offer's group.
-        name_rank: the name tie-break (offer order by provider, instance, region, zone).
+        name_rank: the name tie-break (offer order by provider, instance, region, zone), per
+            candidate; or, as ``names``, per offer of the index (read where needed).
         choice: equal for candidates of the same provider, instance type and market (their
             regions and zones differ); each candidate its own choice when not given.
         cell / price: optional; candidates of one cell share every value but the price-scaled
@@ -55,7 +56,8 @@ class Candidates:
         offer: NDArray[np.intp],
         spot: NDArray[np.int64],
         option: NDArray[np.intp],
-        name_rank: NDArray[np.int64],
+        name_rank: NDArray[np.int64] | None = None,
+        names: NDArray[np.int64] | None = None,
         choice: NDArray[np.int64] | None = None,
         cell: NDArray[np.intp] | None = None,
         price: FloatArray | None = None,
@@ -65,7 +67,8 @@ class Candidates:
         self.offer = offer
         self.spot = spot
         self.option = option
-        self.name_rank = name_rank
+        self._name_rank = name_rank
+        self._names = names
         self.choice = choice if choice is not None else np.arange(len(offer), dtype=np.int64)
         self.cell = cell
         self.price = price
@@ -92,6 +95,14 @@ class Candidates:
         if self._fetch is None:
             raise KeyError(name)
         return self._fetch(name, at)
+
+    def name_rank(self, at: NDArray[np.intp]) -> NDArray[np.int64]:
+        """The name tie-break of the candidates at positions ``at``."""
+        if self._name_rank is not None:
+            return self._name_rank[at]
+        if self._names is None:
+            raise KeyError("name_rank")
+        return self._names[self.offer[at]]
 
     def value(self, name: str, position: int) -> float:
         """One candidate's value of ``name``."""
@@ -169,7 +180,7 @@ def _ordered(
     return positions[
         np.lexsort(
             (
-                candidates.name_rank[positions],
+                candidates.name_rank(positions),
                 candidates.spot[positions],
                 candidates.take("gpus", positions),
                 _nan_last(candidates.take("time_hours", positions)),

@@ -396,47 +396,47 @@ class Evaluation:
         markets' per-(class, option) tables through each candidate's flat table cell."""
         markets = [m for m in ("on_demand", "spot") if m in self.markets()]
         results = [outcome.results[m] for m in markets]
-        offers: list[NDArray[np.intp]] = []
-        options: list[NDArray[np.intp]] = []
-        cells: list[NDArray[np.intp]] = []
-        prices: list[NDArray[np.float64]] = []
-        spots: list[NDArray[np.int64]] = []
-        offset = 0
-        for market, result in zip(markets, results, strict=True):
-            where = np.flatnonzero(outcome.codes[market][outcome.priced] == 0)
-            option = result.option[where]
-            offers.append(outcome.priced[where])
-            options.append(option)
-            cells.append(result.offer_class[where] * result.width + option + offset)
-            prices.append(result.price[where])
-            spots.append(np.full(where.size, market == "spot", dtype=np.int64))
+        chosen = [np.flatnonzero(outcome.codes[m][outcome.priced] == 0) for m in markets]
+        n = sum(w.size for w in chosen)
+        offer = np.empty(n, dtype=np.intp)
+        option = np.empty(n, dtype=np.intp)
+        cell = np.empty(n, dtype=np.intp)
+        price = np.empty(n, dtype=np.float64)
+        spot = np.zeros(n, dtype=np.int64)
+        start = offset = 0
+        for market, result, where in zip(markets, results, chosen, strict=True):
+            part = slice(start, start + where.size)
+            np.take(outcome.priced, where, out=offer[part])
+            np.take(result.option, where, out=option[part])
+            np.take(result.offer_class, where, out=cell[part])
+            cell[part] *= result.width
+            cell[part] += option[part] + offset
+            np.take(result.price, where, out=price[part])
+            spot[part] = market == "spot"
+            start += where.size
             offset += result.valid.size
-
-        def joined(parts: list[Any], dtype: Any) -> Any:
-            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
-        offer = joined(offers, np.intp)
-        cell = joined(cells, np.intp)
-        price = joined(prices, np.float64)
-        spot = joined(spots, np.int64)
         tables: dict[str, NDArray[np.float64]] = {}
 
         def fetch(field: str, at: NDArray[np.intp] | None) -> NDArray[np.float64]:
             """``field`` at candidate positions ``at`` (all when None)."""
             table = tables.get(field)
             if table is None:
-                table = tables[field] = joined([r.tables[field] for r in results], np.float64)
+                parts = [r.tables[field] for r in results]
+                table = tables[field] = np.concatenate(parts) if parts else np.zeros(0)
             found = table[cell if at is None else cell[at]]
             if field in PRICE_SCALED:
                 found = found * (price if at is None else price[at])
             return np.asarray(found, dtype=np.float64)
 
+        choice = self.index.choice_code[offer]
+        choice *= 2
+        choice += spot
         return Candidates(
             offer=offer,
             spot=spot,
-            option=joined(options, np.intp),
-            name_rank=self.index.name_rank[offer],
-            choice=self.index.choice_code[offer] * 2 + spot,
+            option=option,
+            names=self.index.name_rank,
+            choice=choice,
             cell=cell,
             price=price,
             fetch=fetch,

@@ -334,7 +334,7 @@ def build_pareto(
             key=lambda m: (
                 rank_of.get(m, 10**9),
                 int(candidates.spot[m]),
-                int(candidates.name_rank[m]),
+                int(candidates.name_rank(np.array([m]))[0]),
             ),
         )
         offer = ev.index.offers[int(candidates.offer[best])]
