@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from msgspec import Struct
 
@@ -48,6 +48,34 @@ class _Fit:
         return False
 
 
+_T = TypeVar("_T")
+
+
+class _Lazy(Generic[_T]):
+    """An iterator's items, computed on first demand and remembered: iterating again reads
+    the remembered ones, then goes on with the source."""
+
+    def __init__(self, source: Iterator[_T]) -> None:
+        self._source = source
+        self._items: list[_T] = []
+        self._done = False
+
+    def __iter__(self) -> Iterator[_T]:
+        position = 0
+        while True:
+            if position < len(self._items):
+                yield self._items[position]
+                position += 1
+            elif self._done:
+                return
+            else:
+                item = next(self._source, None)
+                if item is None:
+                    self._done = True
+                    return
+                self._items.append(item)
+
+
 class _Found(Struct, frozen=True):
     """A search's result and the usable bytes ``[low, high)`` it holds for."""
 
@@ -84,6 +112,8 @@ class TrainingPlanner:
         # Groups that share a GPU count share their searches wherever the usable memory
         # compares alike with every requirement the search asked about.
         self._fits: dict[tuple[int, int, int], list[_Found]] = {}
+        self._sweeps: dict[tuple[int, int], _Lazy[tuple[ParallelPlan, MemoryBreakdown]]] = {}
+        self._nodes: dict[tuple[int, int, int, float], int | None] = {}
 
     def first_fits(
         self,
@@ -146,10 +176,17 @@ class TrainingPlanner:
 
     def _sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
         """The most-sharded plan of each PP degree for TP ``t`` over ``total`` GPUs, with its
-        requirement, PP ascending, computed as the caller goes (the estimator memo makes a
-        second pass free). Stops once doubling PP saves under :data:`PIPELINE_MIN_SAVING` of
-        the requirement: PP then only adds bubble (with ZeRO-3 the model states are already
+        requirement, PP ascending, computed as the caller goes and remembered for the next
+        caller. Stops once doubling PP saves under :data:`PIPELINE_MIN_SAVING` of the
+        requirement: PP then only adds bubble (with ZeRO-3 the model states are already
         sharded over every GPU whatever PP is)."""
+        key = (t, total)
+        sweep = self._sweeps.get(key)
+        if sweep is None:
+            sweep = self._sweeps[key] = _Lazy(self._compute_sweep(t, total))
+        return iter(sweep)
+
+    def _compute_sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
         previous: int | None = None
         for p in self._pipeline_degrees(t, total):
             loosest = self._loosest(t, p, total)
@@ -339,8 +376,11 @@ class TrainingPlanner:
             return GroupVerdict(options=tuple(options))
 
         def fits_on(tp_cap: int, max_nodes: int) -> int | None:
-            return smallest_fitting_power(
-                lambda n: self.fits_somewhere(g, n, tp_cap, ctx.usable_bytes), max_nodes
-            )
+            key = (g, tp_cap, max_nodes, ctx.usable_bytes)  # shared by groups of one GPU size
+            if key not in self._nodes:
+                self._nodes[key] = smallest_fitting_power(
+                    lambda n: self.fits_somewhere(g, n, tp_cap, ctx.usable_bytes), max_nodes
+                )
+            return self._nodes[key]
 
         return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, best))
