@@ -49,7 +49,7 @@ def test_sixty_one_minutes_on_hourly_billing_loses_to_per_second() -> None:
     assert second.cost.total_usd == pytest.approx(2 * 10.0)  # 61 min rounds up to 2 h
     assert first.performance.time_to_result_hours == pytest.approx(61 / 60)
     assert "billed per second" in first.summary
-    assert "$20.00 billed per hour (2.00 h at $10.00/h)" in second.summary
+    assert "$20.00 in total: 2 h billed hourly at $10.00/h" in second.summary
 
 
 def test_fifty_nine_minutes_on_hourly_billing_wins() -> None:
@@ -129,7 +129,7 @@ def test_budget_rejects_with_over_budget_and_suggests_the_least_budget() -> None
     assert result.recommendations == []
     [group] = result.rejected
     assert group.code == "over_budget"
-    assert group.text == "costs at least $11.18; budget_usd is $5.00"
+    assert group.text == "costs at least $11.18 on 1 × H100-SXM-80GB; budget_usd is $5.00"
     [suggestion] = result.suggestions
     assert suggestion.code == "raise_budget"
     assert suggestion.text == "raise budget_usd to at least $11.18 (persecond s us-east-1)"
@@ -142,7 +142,8 @@ def test_deadline_rejects_with_past_deadline() -> None:
     )
     [group] = result.rejected
     assert group.code == "past_deadline"
-    assert group.text == "takes at least 1.02 h; deadline_hours is 0.5"  # 61 / 60 = 1.0167 h
+    # 61 / 60 = 1.0167 h
+    assert group.text == "takes at least 1.02 h on 1 × H100-SXM-80GB; deadline_hours is 0.5"
     assert [s.code for s in result.suggestions] == ["extend_deadline"]
 
 
@@ -158,7 +159,9 @@ def test_max_price_rejects_per_deployment_hour() -> None:
     )
     [group] = result.rejected
     assert group.code == "over_max_price"
-    assert group.text == "costs at least $11.00/h; max_price_per_hour_usd is $10.00"
+    assert group.text == (
+        "costs at least $11.00/h on 1 × H100-SXM-80GB; max_price_per_hour_usd is $10.00"
+    )
 
 
 def test_provider_and_region_filters_reject_and_suggest() -> None:
@@ -224,3 +227,13 @@ def test_raising_one_limit_is_suggested_only_when_it_suffices() -> None:
     texts = {s.code: s.text for s in result.suggestions}
     assert texts["raise_budget"] == "raise budget_usd to at least $30.50 (fast f us-east-1)"
     assert texts["extend_deadline"] == "raise deadline_hours to at least 3.22 (slow s us-east-1)"
+
+
+def test_summary_is_a_field_and_rationale_lists_the_reasons() -> None:
+    offer = make_offer(gpu_count=1, price=11.0, provider="persecond", instance_type="s")
+    [rec] = recommend(
+        ARCH, make_request(job(61)), [offer], GPUS, providers(), toy_estimate
+    ).recommendations
+    assert "summary" not in [r.code for r in rec.rationale]
+    assert rec.rationale[0].code == "plan"
+    assert rec.summary == "; ".join(r.text for r in rec.rationale)

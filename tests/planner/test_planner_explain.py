@@ -43,7 +43,7 @@ def test_training_and_billing_sentences() -> None:
                 },
             )
         )
-        == "$76.80 billed per minute (1.28 h at $60.00/h)"
+        == "$76.80 in total: 1.28 h billed per minute at $60.00/h"
     )
 
 
@@ -71,7 +71,7 @@ def test_insufficient_memory_sentence() -> None:
     }
     assert (
         render(Reason(code="insufficient_memory", data=data))
-        == "needs 46.2 GiB per GPU; A100-PCIE-40GB exposes 39.4 GiB"
+        == "needs 46.2 GiB per GPU on 1 × A100-PCIE-40GB; A100-PCIE-40GB exposes 39.4 GiB"
     )
 
 
@@ -105,3 +105,24 @@ def test_every_rejection_code_renders_a_sentence() -> None:
         text = render(Reason(code=code, data=sample))
         assert text != code
         assert text
+
+
+def test_billing_sentence_says_total_and_cadence() -> None:
+    def billing(total, hours, price, increment):  # type: ignore[no-untyped-def]
+        data = {
+            "total_usd": total,
+            "billed_hours": hours,
+            "price_per_hour_usd": price,
+            "increment_seconds": increment,
+        }
+        return render(Reason(code="billing", data=data))
+
+    # 23 whole hours at $36.00/h = $828.00: a total, not a price per hour
+    assert billing(828.0, 23.0, 36.0, 3600) == "$828.00 in total: 23 h billed hourly at $36.00/h"
+    # 61 minutes per second at $11/h: 61 / 60 h = 1.0167 h, $11.18
+    assert (
+        billing(11 * 61 / 60, 61 / 60, 11.0, 1)
+        == "$11.18 in total: 1.02 h billed per second at $11.00/h"
+    )
+    # no token count: no total, only the rate and the cadence
+    assert billing(None, None, 36.0, 60) == "$36.00/h, billed per minute"

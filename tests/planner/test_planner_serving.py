@@ -33,7 +33,8 @@ def test_context_that_does_not_fit_the_kv_pool_is_rejected() -> None:
     assert group.data["kv_pool_bytes"] == pool
     assert group.data["sequence_bytes"] == 12_288 * 131_072
     assert group.text == (
-        "the KV pool of 0.1 GiB per GPU on L4-24GB holds no 12,288-token sequence (1.5 GiB each)"
+        "the KV pool of 0.1 GiB per GPU on 1 × L4-24GB holds no 12,288-token sequence "
+        "(1.5 GiB each)"
     )
     assert [s.code for s in result.suggestions] == ["shorter_context"]
 

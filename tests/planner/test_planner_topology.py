@@ -32,7 +32,7 @@ def test_a_model_that_fits_only_with_tp2_gets_tp2() -> None:
     [rejected] = result.rejected
     assert (rejected.code, rejected.gpu, rejected.count) == ("insufficient_memory", "L40S-48GB", 1)
     assert rejected.data["need_bytes"] == 44 * 10**9 + 6 * GIB
-    assert rejected.text == "needs 47.0 GiB per GPU; L40S-48GB exposes 45.0 GiB"
+    assert rejected.text == "needs 47.0 GiB per GPU on 1 × L40S-48GB; L40S-48GB exposes 45.0 GiB"
 
 
 def test_two_nodes_only_where_the_offer_has_a_cluster_network() -> None:
@@ -119,7 +119,7 @@ def test_tp_over_pcie_rejects_when_pipeline_cannot_take_over() -> None:
     [rejected] = result.rejected
     assert rejected.code == "tp_over_pcie"
     assert rejected.text == (
-        "fits only with TP above 2 across 8 PCIe-only L40S-48GB GPUs; TP over PCIe is limited to 2"
+        "fits only with TP above 2 across 8 × L40S-48GB (PCIe only); TP over PCIe is limited to 2"
     )
     assert [s.code for s in result.suggestions] == ["nvlink_offer"]
 

@@ -102,6 +102,7 @@ def test_headroom_is_applied_and_can_be_suggested_away() -> None:
     )
     assert [g.code for g in result.rejected] == ["insufficient_memory"]
     assert result.rejected[0].text == (
-        "needs 57.1 GiB per GPU; H100-SXM-80GB exposes 79.6 GiB (55.8 GiB usable after headroom)"
+        "needs 57.1 GiB per GPU on 1 × H100-SXM-80GB; H100-SXM-80GB exposes 79.6 GiB "
+        "(55.8 GiB usable after headroom)"
     )
     assert "lower_headroom" in [s.code for s in result.suggestions]

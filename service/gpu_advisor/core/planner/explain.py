@@ -37,6 +37,28 @@ REJECTION_CODES: tuple[str, ...] = (
 )
 """All rejection codes, in the order checks are applied (the first failing one is reported)."""
 
+TECHNICAL_CODES: frozenset[str] = frozenset(
+    {
+        "unknown_gpu",
+        "gpu_rate_unknown",
+        "dtype_unsupported",
+        "no_cluster_network",
+        "tp_over_pcie",
+        "insufficient_memory",
+        "kv_pool_too_small",
+    }
+)
+"""Rejections for what the hardware cannot do for this workload, whatever the constraints; the
+others exclude offers by the caller's constraints (GPU, provider, region, spot policy, max
+GPUs or nodes, max price, deadline, budget). Rejected groups list the technical ones first."""
+
+
+def rejection_order(code: str, count: int, gpu: str) -> tuple[int, int, int, str]:
+    """Sort key of a rejected group: technical reasons before constraint exclusions, then
+    the larger group first, then the order of :data:`REJECTION_CODES`, then the GPU id."""
+    return (0 if code in TECHNICAL_CODES else 1, -count, REJECTION_CODES.index(code), gpu)
+
+
 _FABRIC = {"infiniband": "InfiniBand", "efa": "EFA", "roce": "RoCE", "ethernet": "Ethernet"}
 _SHARDING = {
     "none": "no ZeRO sharding",
@@ -63,9 +85,14 @@ def percent(fraction: float) -> str:
 
 
 def increment(seconds: float) -> str:
-    """Billing granularity in words."""
-    names = {1: "per second", 60: "per minute", 3600: "per hour", 86400: "per day"}
+    """Billing granularity in words: ``per second``, ``per minute``, ``hourly``, ``daily``."""
+    names = {1: "per second", 60: "per minute", 3600: "hourly", 86400: "daily"}
     return names.get(int(seconds), f"in {int(seconds)}-second increments")
+
+
+def billed_hours(value: float) -> str:
+    """Billed hours: whole hours without decimals (``23 h``), else as :func:`hours`."""
+    return f"{value:,.0f} h" if value == round(value) else hours(value)
 
 
 def _plan(d: Mapping[str, Any]) -> str:
@@ -107,10 +134,10 @@ def _serving(d: Mapping[str, Any]) -> str:
 
 def _billing(d: Mapping[str, Any]) -> str:
     if d.get("total_usd") is None:
-        return f"{usd(d['price_per_hour_usd'])}/h billed {increment(d['increment_seconds'])}"
+        return f"{usd(d['price_per_hour_usd'])}/h, billed {increment(d['increment_seconds'])}"
     return (
-        f"{usd(d['total_usd'])} billed {increment(d['increment_seconds'])} "
-        f"({hours(d['billed_hours'])} at {usd(d['price_per_hour_usd'])}/h)"
+        f"{usd(d['total_usd'])} in total: {billed_hours(d['billed_hours'])} billed "
+        f"{increment(d['increment_seconds'])} at {usd(d['price_per_hour_usd'])}/h"
     )
 
 
@@ -131,8 +158,8 @@ def _insufficient(d: Mapping[str, Any]) -> str:
     if d["usable_bytes"] < d["exposed_bytes"]:
         exposes += f" ({format_gib(d['usable_bytes'])} usable after headroom)"
     if d.get("need_bytes") is None:
-        return f"does not fit; {exposes}"
-    return f"needs {format_gib(d['need_bytes'])} per GPU; {exposes}"
+        return f"does not fit {_instance(d)}; {exposes}"
+    return f"needs {format_gib(d['need_bytes'])} per GPU on {_instance(d)}; {exposes}"
 
 
 def _excluded(kind: str, names: str, field: str) -> str:
@@ -164,6 +191,11 @@ def _no_cluster_network(d: Mapping[str, Any]) -> str:
         f"needs {d['nodes_needed']} nodes of {_instance(d)}{one_node}, but the offer has no "
         "cluster network (InfiniBand, EFA or RoCE)"
     )
+
+
+def _on(d: Mapping[str, Any]) -> str:
+    """`` on 8 × H100-SXM-80GB`` when the data names the instance shape."""
+    return f" on {_instance(d)}" if d.get("gpu_count") else ""
 
 
 def _instance(d: Mapping[str, Any]) -> str:
@@ -234,30 +266,32 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"{d['dtype']} needs {d['needs']}; {d['gpu']} has no {d['dtype']} path"
     ),
     "over_max_gpus": lambda d: (
-        f"needs {d['gpus_needed']} GPUs of {d['gpu']}; max_gpus is {d['max_gpus']}"
+        f"needs {d['gpus_needed']} GPUs of {d['gpu']}"
+        + (f" ({d['gpu_count']} per instance)" if d.get("gpu_count") else "")
+        + f"; max_gpus is {d['max_gpus']}"
     ),
     "over_max_nodes": lambda d: (
         f"needs {d['nodes_needed']} nodes of {_instance(d)}; max_nodes is {d['max_nodes']}"
     ),
     "no_cluster_network": _no_cluster_network,
     "tp_over_pcie": lambda d: (
-        f"fits only with TP above {d['max_tensor_parallel']} across {d['gpu_count']} "
-        f"PCIe-only {d['gpu']} GPUs; TP over PCIe is limited to {d['max_tensor_parallel']}"
+        f"fits only with TP above {d['max_tensor_parallel']} across {_instance(d)} "
+        f"(PCIe only); TP over PCIe is limited to {d['max_tensor_parallel']}"
     ),
     "insufficient_memory": _insufficient,
     "kv_pool_too_small": lambda d: (
-        f"the KV pool of {format_gib(d['kv_pool_bytes'])} per GPU on {d['gpu']} holds no "
+        f"the KV pool of {format_gib(d['kv_pool_bytes'])} per GPU on {_instance(d)} holds no "
         f"{d['context_length']:,}-token sequence ({format_gib(d['sequence_bytes'])} each)"
     ),
     "over_max_price": lambda d: (
-        f"costs at least {usd(d['price_per_hour_usd'])}/h; max_price_per_hour_usd is "
+        f"costs at least {usd(d['price_per_hour_usd'])}/h{_on(d)}; max_price_per_hour_usd is "
         f"{usd(d['max_price_per_hour_usd'])}"
     ),
     "past_deadline": lambda d: (
-        f"takes at least {hours(d['hours'])}; deadline_hours is {d['deadline_hours']:g}"
+        f"takes at least {hours(d['hours'])}{_on(d)}; deadline_hours is {d['deadline_hours']:g}"
     ),
     "over_budget": lambda d: (
-        f"costs at least {usd(d['total_usd'])}; budget_usd is {usd(d['budget_usd'])}"
+        f"costs at least {usd(d['total_usd'])}{_on(d)}; budget_usd is {usd(d['budget_usd'])}"
     ),
     # suggestions
     "raise_budget": lambda d: f"raise budget_usd to at least {usd(d['total_usd'])} ({d['offer']})",

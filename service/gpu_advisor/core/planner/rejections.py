@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from gpu_advisor.core.planner.explain import REJECTION_CODES, render
+from gpu_advisor.core.planner.explain import REJECTION_CODES, rejection_order, render
 from gpu_advisor.core.planner.markets import MarketResult, Outcome
 from gpu_advisor.core.planner.ranking import objective_values
 from gpu_advisor.core.planner.report import describe
@@ -36,18 +36,24 @@ _STRUCTURAL = frozenset(
 
 
 def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
-    """Rejected offers grouped by (code, GPU), largest groups first, each with a sentence.
+    """Rejected offers grouped by (code, GPU), each with a sentence and examples.
 
-    Examples are the first offers of a group in name order (provider, instance type, region).
+    Groups are listed technical reasons first, then constraint exclusions, the larger group
+    first within each (:func:`~gpu_advisor.core.planner.explain.rejection_order`). A group's
+    data and sentence describe its nearest miss -- the instance shape that came closest (the
+    smallest memory shortfall, the fewest nodes or GPUs needed, the least price, time or cost)
+    -- and the examples start with offers of that shape, then the others, each in name order
+    (provider, instance type, region).
     """
     index = ev.index
     codes = outcome.final_code
-    by_name = index.by_name
-    rejected = by_name[codes[by_name] > 0]  # name order
+    named = codes[index.by_name]
+    mask = named > 0
+    rejected = index.by_name[mask]  # name order
     if rejected.size == 0:
         return []
     n_gpus = max(len(index.gpus), 1)
-    combined = codes[rejected] * n_gpus + index.gpu_code[rejected]
+    combined = named[mask] * n_gpus + index.gpu_code[rejected]
     # A stable sort keeps name order inside each (code, GPU) group; small integer keys sort
     # in linear time (radix) when they fit 16 bits.
     small = combined.astype(np.uint16) if combined.max() < 2**16 else combined
@@ -66,28 +72,55 @@ def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
         gpu = index.gpus[key % n_gpus]
         members = rejected[start : start + count]
         if code in _STRUCTURAL:
-            reasons = structural.get((code, gpu))
-            data = dict(min(reasons, key=_nearest).data) if reasons else {"gpu": gpu}
+            data, nearest = _structural_data(ev, structural.get((code, gpu), {}), members, gpu)
         else:
-            data = _rejection_data(ev, outcome, market, code, gpu, members)
-        reason = Reason(code=code, data=data)
+            data, nearest = _rejection_data(ev, outcome, market, code, gpu, members)
+        shown = members[nearest][:EXAMPLES_PER_GROUP].tolist()
+        if len(shown) < EXAMPLES_PER_GROUP:
+            shown += members[~nearest][: EXAMPLES_PER_GROUP - len(shown)].tolist()
         groups.append(
             RejectedGroup(
                 code=code,
                 gpu=gpu,
                 count=count,
-                text=render(reason),
+                text=render(Reason(code=code, data=data)),
                 data=data,
-                examples=[describe(index.offers[int(i)]) for i in members[:EXAMPLES_PER_GROUP]],
+                examples=[describe(index.offers[i]) for i in shown],
             )
         )
-    groups.sort(key=lambda g: (-g.count, REJECTION_CODES.index(g.code), g.gpu))
+    groups.sort(key=lambda g: rejection_order(g.code, g.count, g.gpu))
     return groups
 
 
-def _least(market: MarketResult, name: str, outcome: Outcome, members: NDArray[np.intp]) -> float:
-    positions = np.searchsorted(outcome.priced, members)
-    return float(np.min(market.minimum(name, positions)))
+def _structural_data(
+    ev: Evaluation,
+    reasons: dict[int, Reason],
+    members: NDArray[np.intp],
+    gpu: str,
+) -> tuple[dict[str, Any], NDArray[np.bool_]]:
+    """The nearest miss among the planning groups of ``members`` (the offers of one rejected
+    group, in name order): its reason's data with the instance's GPU count, and which members
+    share its planning group. Ties go to the group whose first offer comes first by name."""
+    group_of = ev.index.group_of[members]
+    first = np.full(len(ev.index.groups), members.size)
+    np.minimum.at(first, group_of, np.arange(members.size))  # each group's first member
+    present = [(g, reason) for g, reason in reasons.items() if first[g] < members.size]
+    if not present:
+        return {"gpu": gpu}, np.zeros(members.size, dtype=bool)
+    best, reason = min(present, key=lambda item: (_nearest(item[1]), int(first[item[0]])))
+    data = dict(reason.data)
+    data.setdefault("gpu_count", ev.index.groups[best].gpu_count)
+    return data, group_of == best
+
+
+def _least(
+    market: MarketResult, name: str, outcome: Outcome, members: NDArray[np.intp]
+) -> tuple[float, int]:
+    """The least ``name`` over the members' options and the position (in ``members``) of the
+    first member holding it."""
+    values = market.minimum(name, np.searchsorted(outcome.priced, members))
+    at = int(np.argmin(values))
+    return float(values[at]), at
 
 
 def _names(names: list[str], shown: int = 5) -> str:
@@ -96,12 +129,12 @@ def _names(names: list[str], shown: int = 5) -> str:
     return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
-def _structural_reasons(ev: Evaluation) -> dict[tuple[str, str], list[Reason]]:
-    """Group-level rejections of the planned groups, by (code, GPU)."""
-    found: dict[tuple[str, str], list[Reason]] = {}
-    for key, verdict in zip(ev.index.groups, ev.verdicts, strict=True):
+def _structural_reasons(ev: Evaluation) -> dict[tuple[str, str], dict[int, Reason]]:
+    """Group-level rejections of the planned groups, by (code, GPU), then planning group."""
+    found: dict[tuple[str, str], dict[int, Reason]] = {}
+    for g, (key, verdict) in enumerate(zip(ev.index.groups, ev.verdicts, strict=True)):
         if verdict is not None and verdict.rejection is not None:
-            found.setdefault((verdict.rejection.code, key.gpu), []).append(verdict.rejection)
+            found.setdefault((verdict.rejection.code, key.gpu), {})[g] = verdict.rejection
     return found
 
 
@@ -127,37 +160,41 @@ def _rejection_data(
     code: str,
     gpu: str,
     members: NDArray[np.intp],
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], NDArray[np.bool_]]:
+    """Data of a filter or numeric-limit group, and its nearest miss among ``members`` (the
+    offer with the least price, time or cost; none for filters)."""
     index, constraints = ev.index, ev.request.constraints
+    nearest = np.zeros(members.size, dtype=bool)
+    data: dict[str, Any] = {"gpu": gpu}
     match code:
-        case "gpu_excluded":
-            return {"gpu": gpu}
         case "provider_excluded":
             codes = np.flatnonzero(np.bincount(index.provider_code[members]))
-            return {"provider": _names([index.providers[c] for c in codes.tolist()]), "gpu": gpu}
+            data["provider"] = _names([index.providers[c] for c in codes.tolist()])
         case "region_excluded":
             codes = np.flatnonzero(np.bincount(index.region_code[members]))
-            return {"region": _names([index.regions[c] for c in codes.tolist()]), "gpu": gpu}
-        case "over_max_price" if market is not None:
-            return {
-                "gpu": gpu,
-                "price_per_hour_usd": _least(market, "price_per_hour_usd", outcome, members),
-                "max_price_per_hour_usd": constraints.max_price_per_hour_usd,
-            }
-        case "past_deadline" if market is not None:
-            return {
-                "gpu": gpu,
-                "hours": _least(market, "time_hours", outcome, members),
-                "deadline_hours": constraints.deadline_hours,
-            }
-        case "over_budget" if market is not None:
-            return {
-                "gpu": gpu,
-                "total_usd": _least(market, "total_usd", outcome, members),
-                "budget_usd": constraints.budget_usd,
-            }
+            data["region"] = _names([index.regions[c] for c in codes.tolist()])
+        case "over_max_price" | "past_deadline" | "over_budget" if market is not None:
+            column, field, limit = _LIMIT_OF[code]
+            value, at = _least(market, column, outcome, members)
+            nearest[at] = True
+            data.update(
+                {
+                    field: value,
+                    limit: getattr(constraints, limit),
+                    "gpu_count": index.offers[int(members[at])].gpu_count,
+                }
+            )
         case _:
-            return {"gpu": gpu}
+            pass
+    return data, nearest
+
+
+_LIMIT_OF = {
+    # code: (value column, data field, constraint)
+    "over_max_price": ("price_per_hour_usd", "price_per_hour_usd", "max_price_per_hour_usd"),
+    "past_deadline": ("time_hours", "hours", "deadline_hours"),
+    "over_budget": ("total_usd", "total_usd", "budget_usd"),
+}
 
 
 def suggestions(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
