@@ -126,6 +126,18 @@ CLOUD_REPORTED_MIB: dict[str, tuple[int, str]] = {
 }
 NOMINAL_DESPITE_OBSERVED = {"gh200_96gb"}
 
+# Values a spec row leaves empty, filled from a source the gpu-specs README keys (a fill never
+# replaces a value the spec row gives). spec gpu_id -> (column -> value, citation).
+SOURCE_FILLS: dict[str, tuple[dict[str, str], str]] = {
+    "a10g": (
+        {"fp32_tflops": "31.2", "bf16_dense_tflops": "125", "fp16_dense_tflops": "125"},
+        "LIGHT: Lightning-AI/pytorch-lightning src/lightning/fabric/utilities/throughput.py "
+        "(commit 0810121f) _CUDA_FLOPS['a10g'] = {float32: 31.2e12, bfloat16: 125e12, "
+        "float16: 125e12}, dense (the table halves NVIDIA's sparse figures), citing the A10 "
+        "datasheet a10-datasheet.pdf; TF32 and INT8 not listed there",
+    ),
+}
+
 VENDORS = {"NVIDIA": "nvidia", "AMD": "amd", "Intel": "intel"}
 
 COLUMNS = [
@@ -180,6 +192,10 @@ def build_rows(spec_rows: list[dict[str, str]]) -> list[dict[str, str]]:
         else:
             exposed, basis = nominal_mib, "nominal"
         link = row["interconnect_gb_per_s"].strip()
+        if gpu_id in SOURCE_FILLS:
+            fills, citation = SOURCE_FILLS[gpu_id]
+            row = {**row, **{k: v for k, v in fills.items() if not row[k].strip()}}
+            source = f"{source};{citation}"
         out.append(
             {
                 "id": canonical,

@@ -3,6 +3,8 @@ the acceptance workloads of issue 2 on hand-built offers, with the arithmetic wr
 
 from __future__ import annotations
 
+from msgspec import structs
+
 from gpu_advisor.core.memory import estimate_memory
 from gpu_advisor.core.models.resolve import resolve_model
 from gpu_advisor.core.planner import MEMORY_CAPACITY_RULE, recommend
@@ -132,3 +134,20 @@ def test_capacity_rule_asks_once_per_capacity_class_with_the_same_answer() -> No
     # one plan (a single GPU) per GPU: 6 capacities -> 2 classes
     assert asked_per_capacity == 6
     assert len(calls) == 2
+
+
+def test_an_aws_g5_a10g_offer_is_planned_with_the_bundled_gpu_table() -> None:
+    # The bundled table carries the A10G's dense rates (Lightning's _CUDA_FLOPS: bf16 125
+    # TFLOPS), so a g5.xlarge is timed and priced instead of rejected gpu_rate_unknown.
+    # Llama-3.1-8B bf16 weights 16.06e9 B + KV 4 x 4,096 x 131,072 B fit 22,888 MiB.
+    from gpu_advisor.catalog.gpu_table import load_gpu_catalog
+
+    table = load_gpu_catalog().by_id
+    workload = InferenceWorkload(context_length=4096, concurrency=4)
+    g5 = make_offer("A10G-24GB", 1, interconnect="pcie", price=1.006, instance_type="g5.xlarge")
+    g5 = structs.replace(g5, gpu_memory_exposed_bytes=table["A10G-24GB"].memory_exposed_bytes)
+    result = recommend(LLAMA_8B, make_request(workload), [g5], table, {}, estimate_memory)
+    assert result.rejected == []
+    [top] = result.recommendations
+    assert top.offer.instance_type == "g5.xlarge"
+    assert top.performance.tokens_per_second > 0

@@ -206,27 +206,29 @@ def test_tensor_parallel_respects_kv_head_divisibility() -> None:
 def test_a_gpu_without_published_rates_is_a_data_gap_not_a_missing_dtype() -> None:
     from msgspec import structs
 
-    # The A10G row of gpu-specs has no compute figures (NVIDIA publishes no datasheet).
-    a10g = structs.replace(
+    # A GPU row without compute figures (a vendor that publishes no datasheet, no cited source)
+    unrated = structs.replace(
         GPUS["L4-24GB"],
-        id="A10G-24GB",
+        id="NORATE-24GB",
+        fp32_tflops=None,
         bf16_dense_tflops=None,
         fp16_dense_tflops=None,
         fp8_dense_tflops=None,
+        int8_dense_tops=None,
     )
     arch = make_arch(1 * 10**9, layers=16)
-    offer = make_offer("A10G-24GB", 1, interconnect="pcie")
+    offer = make_offer("NORATE-24GB", 1, interconnect="pcie")
     result = recommend(
         arch,
         make_request(InferenceWorkload()),
         [offer],
-        {"A10G-24GB": a10g},
+        {"NORATE-24GB": unrated},
         PROVIDERS,
         toy_estimate,
     )
     [rejected] = result.rejected
     assert rejected.code == "gpu_rate_unknown"
     assert rejected.text == (
-        "the GPU table has no published compute rate for A10G-24GB, so bf16 work on it cannot "
-        "be timed or priced"
+        "the GPU table has no published compute rate for NORATE-24GB, so bf16 work on it "
+        "cannot be timed or priced"
     )

@@ -160,6 +160,19 @@ def test_added_rows_carry_the_datasheet_figures(gpus: GpuCatalog) -> None:
     assert a16.bf16_dense_tflops is None
 
 
+def test_a10g_rates_come_from_lightnings_table(gpus: GpuCatalog) -> None:
+    # gpu-specs leaves the A10G's rates empty (no NVIDIA datasheet); Lightning's _CUDA_FLOPS
+    # (LIGHT, src/lightning/fabric/utilities/throughput.py) lists "a10g": float32 31.2e12,
+    # bfloat16 125e12, float16 125e12 -- dense, halved from the A10 datasheet's sparse 250.
+    a10g = gpus.get("A10G-24GB")
+    assert a10g is not None
+    assert (a10g.fp32_tflops, a10g.bf16_dense_tflops, a10g.fp16_dense_tflops) == (31.2, 125, 125)
+    # the table lists no TF32 or INT8 for the A10G: left empty
+    assert a10g.tf32_dense_tflops is None
+    assert a10g.int8_dense_tops is None
+    assert "LIGHT: Lightning-AI/pytorch-lightning" in a10g.source
+
+
 @pytest.mark.parametrize(
     ("gpu_id", "exposed_mib", "basis"),
     [

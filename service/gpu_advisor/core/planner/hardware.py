@@ -116,9 +116,9 @@ def compute_path(gpu: GpuSpec, dtype: str) -> ComputePath | None:
 
 
 def has_published_rates(gpu: GpuSpec) -> bool:
-    """Whether the GPU table gives any dense rate for ``gpu``. A GPU with none (the A10G:
-    NVIDIA publishes no datasheet, shared/data/gpu-specs README) cannot be timed; that is a
-    data gap, not a missing hardware path."""
+    """Whether the GPU table gives any dense rate for ``gpu``. A GPU with none (one whose
+    vendor publishes no datasheet and no cited source gives its rates) cannot be timed; that
+    is a data gap, not a missing hardware path."""
     return any(path_rate_tflops(gpu, path) is not None for path in _RATE_FIELD)
 
 
