@@ -19,13 +19,10 @@ from litestar.status_codes import (
 from litestar.types import ExceptionHandlersMap
 
 from gpu_advisor.core.errors import DomainError, NotFoundError
+from gpu_advisor.decoding import named_field, split_msgspec_message
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _TYPE_BASE = "https://gpu-advisor.dev/problems/"
-
-# msgspec reports a location as "at `$.workload.sequence_length`" or "at `$[0]`".
-_NAMED_FIELD = re.compile(r"(?:unknown|missing required) field `([^`]+)`")
-_MSGSPEC_PATH = re.compile(r"\s*-\s*at `\$(?P<path>[^`]*)`\s*$")
 
 
 def _problem(
@@ -39,22 +36,6 @@ def _problem(
         "errors": errors,
     }
     return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE)
-
-
-def _field_of(path: str) -> str:
-    """``.workload.sequence_length`` / ``[0].x`` -> ``workload.sequence_length`` / ``0.x``."""
-    return re.sub(r"\[(\d+)\]", r".\1", path).lstrip(".")
-
-
-def split_msgspec_message(message: str, prefix: str = "") -> tuple[str, str]:
-    """Split a msgspec error into (field path, message without the location)."""
-    match = _MSGSPEC_PATH.search(message)
-    if match is None:
-        return prefix, message
-    field = _field_of(match.group("path"))
-    if prefix:
-        field = f"{prefix}.{field}" if field else prefix
-    return field, message[: match.start()].strip()
 
 
 def validation_exception_handler(
@@ -72,10 +53,8 @@ def validation_exception_handler(
         field, message = split_msgspec_message(raw)
         if key and key != "data":
             field = f"{key}.{field}" if field and not field.startswith(key) else (field or key)
-        named = _NAMED_FIELD.search(message)
-        if named is not None:
-            # "Object contains unknown field `x`" / "missing required field `x`": name the field.
-            field = f"{field}.{named.group(1)}" if field else named.group(1)
+        # "Object contains unknown field `x`" / "missing required field `x`": name the field.
+        field = named_field(field, message)
         entry: dict[str, Any] = {"field": field or None, "message": message}
         if source is not None:
             entry["source"] = str(source)
