@@ -113,7 +113,7 @@ def decode_document(data: bytes, kind: type[T], name: str = "-") -> T:
     except msgspec.DecodeError as exc:
         raise SpecError(f"not valid JSON: {exc}") from None
     except yaml.YAMLError as exc:
-        raise SpecError(f"not valid YAML: {exc}".replace("\n", " ")) from None
+        raise SpecError("not valid YAML: " + " ".join(str(exc).split())) from None
     if not isinstance(loaded, dict):
         raise SpecError("the document must be a mapping (a JSON object) at its top level")
     try:
