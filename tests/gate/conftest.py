@@ -4,7 +4,7 @@ subprocess, and a live server started with ``gpu-advisor serve`` for ``--url``."
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +36,18 @@ def client() -> Iterator[TestClient]:  # type: ignore[type-arg]
 
 
 def run_cli(
-    args: Sequence[str], stdin: bytes | None = None, cwd: Path = REPO
+    args: Sequence[str],
+    stdin: bytes | None = None,
+    cwd: Path = REPO,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """``gpu-advisor ARGS`` as CI runs it: this checkout's code, the embedded defaults."""
+    """``gpu-advisor ARGS`` as CI runs it: this checkout's code, the embedded defaults (plus
+    ``env``)."""
     return subprocess.run(
         ["gpu-advisor", *args],
         input=stdin,
         capture_output=True,
-        env=base_env({"GPU_ADVISOR_LOG_LEVEL": "error"}),
+        env=base_env({"GPU_ADVISOR_LOG_LEVEL": "error", **(env or {})}),
         cwd=cwd,
         timeout=120,
         check=False,
