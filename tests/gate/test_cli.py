@@ -253,16 +253,29 @@ def test_baseline_in_json_mode_goes_to_stderr(tmp_path: Path) -> None:
 
 
 def test_remote_json_is_identical_to_in_process(server_url: str, tmp_path: Path) -> None:
-    for spec in [*EXAMPLES, _failing_spec(tmp_path)]:
+    for spec, status in [*((e, 0) for e in EXAMPLES), (_failing_spec(tmp_path), 1)]:
         local = run_cli(["check", str(spec), "--format", "json"])
         remote = run_cli(["check", str(spec), "--format", "json", "--url", server_url])
-        assert remote.returncode == local.returncode, remote.stderr.decode()
+        assert local.returncode == status, local.stderr.decode()
+        assert remote.returncode == status, remote.stderr.decode()
+        assert _json(local.stdout)["verdict"] == ("pass" if status == 0 else "fail")
         assert remote.stdout == local.stdout, spec.name
-    estimate = run_cli(["estimate", str(REPO / "examples" / "llama31-70b-serving.json")])
-    remote = run_cli(
-        ["estimate", str(REPO / "examples" / "llama31-70b-serving.json"), "--url", server_url]
+    estimate = _write(
+        tmp_path,
+        "estimate.json",
+        {
+            "model": {"preset": "meta-llama/Llama-3.1-70B"},
+            "workload": {"kind": "inference", "context_length": 8192, "concurrency": 16},
+            "hardware": {"gpu": "H100", "gpu_count": 8},
+        },
     )
-    assert remote.stdout == estimate.stdout
+    recommend = REPO / "examples" / "llama31-8b-qlora.json"
+    for command, spec in (("estimate", estimate), ("recommend", recommend)):
+        local = run_cli([command, str(spec)])
+        remote = run_cli([command, str(spec), "--url", server_url])
+        assert local.returncode == 0, local.stderr.decode()
+        assert remote.returncode == 0, remote.stderr.decode()
+        assert remote.stdout == local.stdout, command
 
 
 def test_remote_errors_exit_2(server_url: str, tmp_path: Path) -> None:

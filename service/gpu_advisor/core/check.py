@@ -357,11 +357,11 @@ def _gpu_target(
             billing_minimum_seconds=cheapest.billing_minimum_seconds,
             source=f"reference priced as {describe(cheapest)}",
         )
-    nodes = f"{max_nodes} nodes × " if max_nodes > 1 else ""
+    per_node = f" per node, up to {max_nodes} nodes" if max_nodes > 1 else ""
     return ResolvedTarget(
         info=TargetInfo(
             form="gpu",
-            description=f"{nodes}{count} × {spec.id}",
+            description=f"{count} × {spec.id}{per_node}",
             max_nodes=max_nodes,
             offers=len(same),
             gpu=spec.id,

@@ -264,7 +264,11 @@ def estimate_report(response: EstimateResponse) -> Report:
                 ],
             )
         )
-    verdict = {"pass": "FITS", "fail": "DOES NOT FIT", "info": "per-GPU breakdown"}[status]
+    if hw is not None:
+        verdict = "FITS" if status == "pass" else "DOES NOT FIT"
+    else:
+        types = sum(row.min_gpus is not None for row in response.min_gpus)
+        verdict = f"{types} GPU type{'s' if types != 1 else ''} can run it"
     return Report(
         heading=f"gpu-advisor estimate: {verdict}",
         status=status,
