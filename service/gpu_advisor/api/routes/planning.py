@@ -10,6 +10,7 @@ from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK
 
 from gpu_advisor.advisor import Advisor
+from gpu_advisor.api.problems import problem_responses
 from gpu_advisor.core.estimate import EstimateResponse
 from gpu_advisor.core.results import RecommendationResponse
 from gpu_advisor.core.spec import EstimateRequest, RecommendationRequest
@@ -21,6 +22,7 @@ from gpu_advisor.metrics import Metrics
     status_code=HTTP_200_OK,
     tags=["planning"],
     summary="Rank cloud GPU instances for a workload",
+    responses=problem_responses(400, 413, 422),
 )
 async def recommendations(
     data: JSONBody[RecommendationRequest],
@@ -38,6 +40,7 @@ async def recommendations(
     status_code=HTTP_200_OK,
     tags=["planning"],
     summary="Memory and speed of a workload, per GPU",
+    responses=problem_responses(400, 413, 422),
 )
 async def estimate(
     data: JSONBody[EstimateRequest],
