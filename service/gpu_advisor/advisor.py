@@ -49,15 +49,17 @@ def model_summary(arch: Architecture) -> ModelSummary:
     )
 
 
-def catalog_info(snapshot: CatalogSnapshot) -> CatalogInfo:
-    """The catalog block of every answer: version (content hash), per-source freshness."""
+def catalog_info(snapshot: CatalogSnapshot, *, degraded: bool | None = None) -> CatalogInfo:
+    """The catalog block of every answer: version (content hash), per-source freshness, and
+    whether the shared cache is degraded (``degraded``: the service's live flag, else the
+    snapshot's)."""
     return CatalogInfo(
         version=snapshot.version,
         sources=[
             SourceFreshness(name=s.name, fetched_at=s.fetched_at, stale=s.stale, offers=s.offers)
             for s in snapshot.sources
         ],
-        degraded=snapshot.degraded,
+        degraded=snapshot.degraded if degraded is None else degraded,
     )
 
 
@@ -142,7 +144,7 @@ class Advisor:
             recommendations=result.recommendations,
             rejected=result.rejected,
             pareto=result.pareto,
-            catalog=catalog_info(snapshot),
+            catalog=catalog_info(snapshot, degraded=self.catalog.cache_degraded),
             suggestions=result.suggestions,
             candidates_considered=result.candidates_considered,
         )
