@@ -21,7 +21,7 @@ from gpu_advisor.core.gpus import GpuCatalog, GpuSpec, resolve_gpu
 from gpu_advisor.core.memory import estimate_memory
 from gpu_advisor.core.models import resolve_model
 from gpu_advisor.core.offers import ProviderInfo
-from gpu_advisor.core.planner import OfferIndex, build_offer_index, recommend
+from gpu_advisor.core.planner import RecommendationIndex, build_recommendation_index, recommend
 from gpu_advisor.core.results import (
     CatalogInfo,
     ModelSummary,
@@ -55,15 +55,17 @@ def model_summary(arch: Architecture) -> ModelSummary:
     )
 
 
-def catalog_info(snapshot: CatalogSnapshot) -> CatalogInfo:
-    """The catalog block of every answer: version (content hash), per-source freshness."""
+def catalog_info(snapshot: CatalogSnapshot, *, degraded: bool | None = None) -> CatalogInfo:
+    """The catalog block of every answer: version (content hash), per-source freshness, and
+    whether the shared cache is degraded (``degraded``: the service's live flag, else the
+    snapshot's)."""
     return CatalogInfo(
         version=snapshot.version,
         sources=[
             SourceFreshness(name=s.name, fetched_at=s.fetched_at, stale=s.stale, offers=s.offers)
             for s in snapshot.sources
         ],
-        degraded=snapshot.degraded,
+        degraded=snapshot.degraded if degraded is None else degraded,
     )
 
 
@@ -108,10 +110,10 @@ class Advisor:
         self.providers = dict(providers) if providers is not None else dict(catalog.providers)
         # The planner's index of the catalog, rebuilt once per catalog version (content hash)
         # and shared by all requests; a lock makes concurrent first requests build it once.
-        self._index: tuple[str, OfferIndex] | None = None
+        self._index: tuple[str, RecommendationIndex] | None = None
         self._index_lock = asyncio.Lock()
 
-    async def _planner_index(self) -> tuple[CatalogSnapshot, OfferIndex]:
+    async def _planner_index(self) -> tuple[CatalogSnapshot, RecommendationIndex]:
         snapshot = await self.catalog.snapshot()
         cached = self._index
         if cached is not None and cached[0] == snapshot.version:
@@ -119,7 +121,7 @@ class Advisor:
         async with self._index_lock:
             cached = self._index
             if cached is None or cached[0] != snapshot.version:
-                index = await asyncio.to_thread(build_offer_index, snapshot.offers)
+                index = await asyncio.to_thread(build_recommendation_index, snapshot.offers)
                 cached = (snapshot.version, index)
                 self._index = cached
         return snapshot, cached[1]
@@ -148,7 +150,7 @@ class Advisor:
             recommendations=result.recommendations,
             rejected=result.rejected,
             pareto=result.pareto,
-            catalog=catalog_info(snapshot),
+            catalog=catalog_info(snapshot, degraded=self.catalog.cache_degraded),
             suggestions=result.suggestions,
             candidates_considered=result.candidates_considered,
         )
@@ -186,7 +188,7 @@ class Advisor:
             target=outcome.target,
             checks=outcome.checks,
             estimate=outcome.estimate,
-            catalog=catalog_info(snapshot),
+            catalog=catalog_info(snapshot, degraded=self.catalog.cache_degraded),
             alternative=outcome.alternative,
             suggestions=outcome.suggestions,
         )

@@ -183,3 +183,44 @@ def test_provider_and_region_filters_reject_and_suggest() -> None:
     assert texts["include_provider"] == "add provider b (b h100-sxm-80gb-x1 eu-1)"
     assert texts["include_region"] == "add region us-1 (a h100-sxm-80gb-x1 us-1)"
     assert texts["raise_budget"] == "raise budget_usd to at least $50.00 (a h100-sxm-80gb-x1 eu-1)"
+
+
+def test_when_no_single_limit_suffices_the_suggestion_names_all_of_them() -> None:
+    # 61 minutes at $11/h: $11.18 and 1.0167 h. Budget $5 AND deadline 0.5 h: raising either
+    # alone is not enough.
+    offer = make_offer(gpu_count=1, price=11.0, provider="p", instance_type="s")
+    result = recommend(
+        ARCH,
+        make_request(job(61), budget_usd=5.0, deadline_hours=0.5),
+        [offer],
+        GPUS,
+        providers(),
+        toy_estimate,
+    )
+    [group] = result.rejected
+    assert group.code == "past_deadline"  # checked before the budget
+    [suggestion] = result.suggestions
+    assert suggestion.code == "relax_limits"
+    assert suggestion.text == (
+        "raise budget_usd to at least $11.18 and deadline_hours to at least 1.02 together "
+        "(p s us-east-1)"
+    )
+
+
+def test_raising_one_limit_is_suggested_only_when_it_suffices() -> None:
+    # Two offers: a fast dear one (fails the budget) and a slow cheap one (fails the deadline).
+    fast = make_offer(gpu_count=1, price=30.0, provider="fast", instance_type="f")
+    slow = make_offer("A100-SXM-80GB", 1, price=2.0, provider="slow", instance_type="s")
+    # on the H100 (989.5 TFLOPS) the job takes 61 min: $30.50; on the A100 (312 TFLOPS, same
+    # MFU) it takes 61 x 989.5 / 312 = 193.5 min (3.22 h): $6.45.
+    result = recommend(
+        ARCH,
+        make_request(job(61), budget_usd=10.0, deadline_hours=2.0),
+        [fast, slow],
+        GPUS,
+        providers(),
+        toy_estimate,
+    )
+    texts = {s.code: s.text for s in result.suggestions}
+    assert texts["raise_budget"] == "raise budget_usd to at least $30.50 (fast f us-east-1)"
+    assert texts["extend_deadline"] == "raise deadline_hours to at least 3.22 (slow s us-east-1)"

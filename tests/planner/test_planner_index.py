@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpu_advisor.core.offers import Network
-from gpu_advisor.core.planner.index import build_offer_index
+from gpu_advisor.core.planner.index import build_recommendation_index
 
 from .fixtures import INFINIBAND, make_offer
 
@@ -17,7 +17,7 @@ def test_groups_ignore_price_and_region_but_not_the_network() -> None:
         make_offer(network=Network(fabric="ethernet", gbit_per_s=100.0)),
         make_offer("L4-24GB", 1, interconnect="pcie"),
     ]
-    index = build_offer_index(offers)
+    index = build_recommendation_index(offers)
     assert len(index.groups) == 3
     assert index.group_of.tolist() == [0, 0, 1, 0, 2]
     assert index.groups[1].network_gbit_per_s == 3200.0
@@ -29,6 +29,6 @@ def test_name_rank_is_provider_instance_region_order() -> None:
         make_offer(provider="a", instance_type="y", region="r2"),
         make_offer(provider="a", instance_type="y", region="r1"),
     ]
-    index = build_offer_index(offers)
+    index = build_recommendation_index(offers)
     assert index.name_rank.tolist() == [2, 1, 0]
     assert not index.price_per_hour_usd.flags.writeable

@@ -11,12 +11,14 @@ from typing import Any
 
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import (
     HTTP_404_NOT_FOUND,
     HTTP_422_UNPROCESSABLE_ENTITY,
     HTTP_500_INTERNAL_SERVER_ERROR,
 )
 from litestar.types import ExceptionHandlersMap
+from msgspec import Struct
 
 from gpu_advisor.core.errors import DomainError, NotFoundError
 from gpu_advisor.decoding import named_field, split_msgspec_message
@@ -107,3 +109,47 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     HTTPException: http_exception_handler,
     Exception: internal_error_handler,
 }
+
+
+class ProblemError(Struct, frozen=True, kw_only=True):
+    """One offending input: its dotted path (None when not about one field) and what is wrong."""
+
+    field: str | None
+    message: str
+    source: str | None = None
+
+
+class ProblemDetails(Struct, frozen=True, kw_only=True):
+    """RFC 9457 problem details, as every error response of this API carries them."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[ProblemError] = []
+
+
+def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
+    """OpenAPI entries for the problem+json responses a handler can give."""
+    descriptions = {
+        400: "Malformed request: bad JSON, wrong types, out-of-range or unknown fields.",
+        401: "Missing or malformed bearer token.",
+        403: "Wrong bearer token.",
+        404: "Not found.",
+        413: "Request body larger than the configured limit.",
+        422: "Well-formed but cannot be answered: unknown preset or GPU, impossible plan...",
+        429: "Rate limit exceeded for this client.",
+    }
+    return {
+        status: ResponseSpec(
+            data_container=ProblemDetails,
+            media_type=PROBLEM_MEDIA_TYPE,
+            description=descriptions[status],
+            generate_examples=False,
+        )
+        for status in statuses
+    }
+
+
+CLIENT_ERRORS = problem_responses(400, 422)
+"""The problem responses of every endpoint that takes input."""

@@ -38,7 +38,12 @@ from gpu_advisor.core.errors import InvalidSpecError, NotFoundError, UnknownGpuE
 from gpu_advisor.core.estimate import REFERENCE_PROVIDER, reference_offer
 from gpu_advisor.core.gpus import GpuCatalog, GpuSpec, resolve_gpu
 from gpu_advisor.core.offers import Offer, ProviderInfo
-from gpu_advisor.core.planner import MemoryEstimator, OfferIndex, RecommendationResult, recommend
+from gpu_advisor.core.planner import (
+    MemoryEstimator,
+    RecommendationIndex,
+    RecommendationResult,
+    recommend,
+)
 from gpu_advisor.core.planner.report import describe
 from gpu_advisor.core.results import (
     CatalogInfo,
@@ -443,7 +448,7 @@ def evaluate_check(
     arch: Architecture,
     request: CheckRequest,
     target: ResolvedTarget,
-    catalog: Sequence[Offer] | OfferIndex,
+    catalog: Sequence[Offer] | RecommendationIndex,
     gpus: Mapping[str, GpuSpec],
     providers: Mapping[str, ProviderInfo],
     estimate: MemoryEstimator,
@@ -705,7 +710,7 @@ def _fallback_estimate(
 def _alternative(
     arch: Architecture,
     request: CheckRequest,
-    catalog: Sequence[Offer] | OfferIndex,
+    catalog: Sequence[Offer] | RecommendationIndex,
     gpus: Mapping[str, GpuSpec],
     providers: Mapping[str, ProviderInfo],
     estimate: MemoryEstimator,

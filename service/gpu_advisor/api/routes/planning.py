@@ -14,6 +14,7 @@ from litestar.status_codes import HTTP_200_OK
 
 from gpu_advisor.advisor import Advisor
 from gpu_advisor.api.negotiation import TextTableOperation, negotiated
+from gpu_advisor.api.problems import problem_responses
 from gpu_advisor.core.check import CheckResponse
 from gpu_advisor.core.estimate import EstimateResponse
 from gpu_advisor.core.results import RecommendationResponse
@@ -27,6 +28,7 @@ from gpu_advisor.metrics import Metrics
     tags=["planning"],
     summary="Rank cloud GPU instances for a workload",
     operation_class=TextTableOperation,
+    responses=problem_responses(400, 413, 422),
 )
 async def recommendations(
     request: Request[Any, Any, Any],
@@ -47,6 +49,7 @@ async def recommendations(
     tags=["planning"],
     summary="Memory and speed of a workload, per GPU",
     operation_class=TextTableOperation,
+    responses=problem_responses(400, 413, 422),
 )
 async def estimate(
     request: Request[Any, Any, Any],
@@ -69,6 +72,7 @@ async def estimate(
     tags=["planning"],
     summary="CI gate: does a workload fit its target, within headroom, budget and deadline",
     operation_class=TextTableOperation,
+    responses=problem_responses(400, 404, 413, 422),
 )
 async def check(
     request: Request[Any, Any, Any],

@@ -121,7 +121,7 @@ def _spot(d: Mapping[str, Any]) -> str:
         else "interruptions"
     )
     return (
-        f"spot: {expected} at {d['rate_per_hour']:.3f}/h per node; cost and time include lost "
+        f"spot: {expected} at {d['rate_per_hour']:.3g}/h per node; cost and time include lost "
         f"work, checkpoints and {d['restart_seconds'] / 60:.0f}-minute restarts"
     )
 
@@ -133,6 +133,24 @@ def _insufficient(d: Mapping[str, Any]) -> str:
     if d.get("need_bytes") is None:
         return f"does not fit; {exposes}"
     return f"needs {format_gib(d['need_bytes'])} per GPU; {exposes}"
+
+
+def _excluded(kind: str, names: str, field: str) -> str:
+    several = "," in names or " and " in names
+    return (
+        f"{kind}{'s' if several else ''} {names} {'are' if several else 'is'} not in "
+        f"constraints.{field}"
+    )
+
+
+def _relax_limits(d: Mapping[str, Any]) -> str:
+    parts = []
+    for name, value in d["needs"].items():
+        if name == "deadline_hours":
+            parts.append(f"deadline_hours to at least {value:.2f}")
+        else:
+            parts.append(f"{name} to at least {usd(value)}")
+    return f"raise {' and '.join(parts)} together ({d['offer']})"
 
 
 def _no_cluster_network(d: Mapping[str, Any]) -> str:
@@ -200,7 +218,7 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     ),
     "spot_rate_unknown": lambda d: (
         f"{d['provider']} publishes no spot interruption rate: assumed "
-        f"{d['rate_per_hour']:.3f} per hour"
+        f"{d['rate_per_hour']:.3g} per hour"
     ),
     # rejections
     "unknown_gpu": lambda d: f"GPU {d['gpu']} is not in the GPU table",
@@ -209,8 +227,8 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         "it cannot be timed or priced"
     ),
     "gpu_excluded": lambda d: f"{d['gpu']} is not in constraints.gpu_types",
-    "provider_excluded": lambda d: f"provider {d['provider']} is not in constraints.providers",
-    "region_excluded": lambda d: f"region {d['region']} is not in constraints.regions",
+    "provider_excluded": lambda d: _excluded("provider", d["provider"], "providers"),
+    "region_excluded": lambda d: _excluded("region", d["region"], "regions"),
     "spot_unavailable": lambda d: "no spot price, and the spot policy is 'only'",
     "dtype_unsupported": lambda d: (
         f"{d['dtype']} needs {d['needs']}; {d['gpu']} has no {d['dtype']} path"
@@ -264,6 +282,7 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"an offer with a cluster network: {_instance(d)} needs {d['nodes_needed']} nodes"
     ),
     "allow_spot": lambda d: f"set spot to 'allow' ({d['offer']} on spot)",
+    "relax_limits": _relax_limits,
     "nvlink_offer": lambda d: (
         f"an offer with NVLink: {d['gpu']} fits only with TP above {d['max_tensor_parallel']}"
     ),

@@ -66,7 +66,7 @@ def _frozen(array: _A) -> _A:
     return array
 
 
-class OfferIndex:
+class RecommendationIndex:
     """Offers as columns; every array has one entry per offer, in ``offers`` order.
 
     Attributes:
@@ -76,9 +76,7 @@ class OfferIndex:
         providers / provider_code, regions / region_code: likewise.
         price_per_hour_usd: on-demand instance price.
         spot_price_per_hour_usd: spot instance price, NaN where none.
-        billing_increment_seconds / billing_minimum_seconds: the offer's billing rule.
         vcpus_per_gpu: host vCPUs per GPU.
-        gpu_count: GPUs per instance.
         name_rank: position of (provider, instance_type, region, zone) in sorted order: the
             final, deterministic tie-break; ``by_name`` lists offer positions in that order.
         class_of: each offer's pricing class -- offers with the same group, provider and billing
@@ -88,8 +86,6 @@ class OfferIndex:
     """
 
     __slots__ = (
-        "billing_increment_seconds",
-        "billing_minimum_seconds",
         "by_name",
         "class_group",
         "class_increment_seconds",
@@ -97,9 +93,7 @@ class OfferIndex:
         "class_of",
         "class_provider",
         "gpu_code",
-        "gpu_count",
         "gpus",
-        "group_gpu_code",
         "group_of",
         "groups",
         "name_rank",
@@ -123,10 +117,6 @@ class OfferIndex:
         n = len(self.offers)
         self.group_of = _frozen(np.fromiter((group_ids[k] for k in keys), dtype=np.intp, count=n))
         self.gpus, self.gpu_code = _codes([o.gpu for o in self.offers])
-        gpu_lookup = {name: i for i, name in enumerate(self.gpus)}
-        self.group_gpu_code = _frozen(
-            np.array([gpu_lookup.get(g.gpu, -1) for g in self.groups], dtype=np.intp)
-        )
         self.providers, self.provider_code = _codes([o.provider for o in self.offers])
         self.regions, self.region_code = _codes([o.region for o in self.offers])
         self.price_per_hour_usd = _frozen(
@@ -141,13 +131,6 @@ class OfferIndex:
                 dtype=np.float64,
             )
         )
-        self.billing_increment_seconds = _frozen(
-            np.array([o.billing_increment_seconds for o in self.offers], dtype=np.float64)
-        )
-        self.billing_minimum_seconds = _frozen(
-            np.array([o.billing_minimum_seconds for o in self.offers], dtype=np.float64)
-        )
-        self.gpu_count = _frozen(np.array([o.gpu_count for o in self.offers], dtype=np.int64))
         self.vcpus_per_gpu = _frozen(
             np.array([o.vcpus / max(o.gpu_count, 1) for o in self.offers], dtype=np.float64)
         )
@@ -190,6 +173,6 @@ class OfferIndex:
         return len(self.offers)
 
 
-def build_offer_index(offers: Sequence[Offer]) -> OfferIndex:
+def build_recommendation_index(offers: Sequence[Offer]) -> RecommendationIndex:
     """Index ``offers`` (pure; O(n log n)). Build once per catalog version and reuse."""
-    return OfferIndex(offers)
+    return RecommendationIndex(offers)

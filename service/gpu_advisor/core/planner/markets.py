@@ -1,9 +1,10 @@
 """Price offers in one market (on-demand or spot), vectorised over pricing classes.
 
 Offers of one pricing class (same planning group, provider and billing rule --
-:attr:`~gpu_advisor.core.planner.index.OfferIndex.class_of`) differ only in price, and every
-cost is the price times a coefficient of the plan option: total = price x billed hours x
-nodes, deployment price = price x nodes, cost per million tokens = price x a rate term. So:
+:attr:`~gpu_advisor.core.planner.index.RecommendationIndex.class_of`) differ only in price,
+and every cost is the price times a coefficient of the plan option: total = price x billed
+hours x nodes, deployment price = price x nodes, cost per million tokens = price x a rate
+term. So:
 
 1. per class and option (a small ``(classes, options)`` table): expected duration (spot: with
    interruptions), billed hours, cost coefficients, the deadline check, and the options'
@@ -86,6 +87,19 @@ class MarketResult(Struct, frozen=True, kw_only=True):
     offer_class: IntArray
     tables: dict[str, FloatArray]
     least: dict[str, FloatArray]
+    valid: NDArray[np.bool_]
+    """Per class and option (flattened like ``tables``): the option exists."""
+    width: int
+    """Options per class (``tables`` rows are ``class * width + option``)."""
+
+    def option_values(self, name: str, at: IntArray) -> FloatArray:
+        """``name`` for every option of the priced offers at ``at``: shape (offers, width),
+        price-scaled like :meth:`values`; NaN where the option does not exist."""
+        cells = self.offer_class[at][:, None] * self.width + np.arange(self.width)
+        found = np.where(self.valid[cells], self.tables[name][cells], np.nan)
+        if name in _PRICE_SCALED:
+            found = found * self.price[at][:, None]
+        return np.asarray(found, dtype=np.float64)
 
     def values(self, name: str, at: IntArray | None = None) -> FloatArray:
         """``name`` for the priced offers at positions ``at`` (all when None)."""
@@ -271,6 +285,8 @@ def price_market(
             "time_hours": least(time_hours),
             "price_per_hour_usd": least(nodes),
         },
+        valid=valid.ravel(),
+        width=width,
     )
 
 

@@ -25,6 +25,7 @@ from msgspec import Struct
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.gpus import GpuSpec
 from gpu_advisor.core.planner.flops import (
+    TrainingFlops,
     decode_flops_per_token,
     prefill_flops,
     training_flops_per_token,
@@ -152,6 +153,7 @@ def estimate_training(
     compute: ComputePath,
     link: Links,
     mfu: float,
+    flops: TrainingFlops | None = None,
 ) -> TrainingEstimate:
     """Step time, throughput, time to result and achieved MFU of one training plan.
 
@@ -163,11 +165,14 @@ def estimate_training(
         compute: hardware path of the compute dtype (peak TFLOPS).
         link: bandwidths of the plan's collectives.
         mfu: utilisation applied to executed FLOPs (``workload.mfu`` or the default).
+        flops: :func:`training_flops_per_token` of ``arch`` and ``workload`` when the caller
+            has it already (it depends on neither the plan nor the GPU).
 
     Returns:
         The estimate; times in seconds per step and hours to result.
     """
-    flops = training_flops_per_token(arch, workload)
+    if flops is None:
+        flops = training_flops_per_token(arch, workload)
     t, p, d = plan.tensor_parallel, plan.pipeline_parallel, plan.data_parallel
     micro_tokens = workload.micro_batch_size * workload.sequence_length
     if workload.global_batch_size is not None:

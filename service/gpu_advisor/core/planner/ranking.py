@@ -16,7 +16,7 @@ compare equal when they are the same offer and the same market.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,21 +33,18 @@ class Candidates:
         offer: offer position in the index.
         spot: 1 for spot, 0 for on-demand.
         option: chosen plan option of the offer's group.
-        total_usd, time_hours, price_per_hour_usd, per_million_usd, latency_seconds, gpus,
-        name_rank: the ordering keys (NaN where not defined).
+        gpus, name_rank: ordering keys.
+        total_usd, time_hours, price_per_hour_usd, per_million_usd, latency_seconds: value
+            columns (NaN where not defined), given or fetched on first use from ``fetch`` --
+            a request reads only the columns its objective and tie-breaks need.
     """
 
-    __slots__ = (
-        "gpus",
-        "latency_seconds",
-        "name_rank",
-        "offer",
-        "option",
-        "per_million_usd",
-        "price_per_hour_usd",
-        "spot",
-        "time_hours",
+    _COLUMNS = (
         "total_usd",
+        "time_hours",
+        "price_per_hour_usd",
+        "per_million_usd",
+        "latency_seconds",
     )
 
     def __init__(
@@ -56,27 +53,65 @@ class Candidates:
         offer: NDArray[np.intp],
         spot: NDArray[np.int64],
         option: NDArray[np.intp],
-        total_usd: FloatArray,
-        time_hours: FloatArray,
-        price_per_hour_usd: FloatArray,
-        per_million_usd: FloatArray,
-        latency_seconds: FloatArray,
         gpus: NDArray[np.int64],
         name_rank: NDArray[np.int64],
+        fetch: Callable[[str], FloatArray] | None = None,
+        **columns: FloatArray,
     ) -> None:
         self.offer = offer
         self.spot = spot
         self.option = option
-        self.total_usd = total_usd
-        self.time_hours = time_hours
-        self.price_per_hour_usd = price_per_hour_usd
-        self.per_million_usd = per_million_usd
-        self.latency_seconds = latency_seconds
         self.gpus = gpus
         self.name_rank = name_rank
+        self._fetch = fetch
+        self._columns: dict[str, FloatArray] = dict(columns)
+
+    def column(self, name: str) -> FloatArray:
+        """A value column (see the class docstring)."""
+        found = self._columns.get(name)
+        if found is None:
+            if self._fetch is None:
+                raise KeyError(name)
+            found = self._fetch(name)
+            self._columns[name] = found
+        return found
+
+    @property
+    def total_usd(self) -> FloatArray:
+        return self.column("total_usd")
+
+    @property
+    def time_hours(self) -> FloatArray:
+        return self.column("time_hours")
+
+    @property
+    def price_per_hour_usd(self) -> FloatArray:
+        return self.column("price_per_hour_usd")
+
+    @property
+    def per_million_usd(self) -> FloatArray:
+        return self.column("per_million_usd")
+
+    @property
+    def latency_seconds(self) -> FloatArray:
+        return self.column("latency_seconds")
 
     def __len__(self) -> int:
         return len(self.offer)
+
+
+def objective_column(objective: Objective, *, training: bool) -> str:
+    """The value column an objective ranks by (``total_cost`` falls back to the cost per
+    million tokens where the total is undefined)."""
+    match objective:
+        case "total_cost":
+            return "total_usd"
+        case "time_to_result":
+            return "time_hours" if training else "latency_seconds"
+        case "price_per_hour":
+            return "price_per_hour_usd"
+        case "cost_per_million_tokens":
+            return "per_million_usd"
 
 
 def objective_values(

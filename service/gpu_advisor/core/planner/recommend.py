@@ -1,15 +1,31 @@
 """``recommend``: from a workload and a catalog to ranked, priced, explained instances.
 
 Pipeline (DESIGN steps 3-5): filter offers by the request's constraints; plan each group of
-identical offers once (:mod:`.topology`, :mod:`.serving`); price every offer of the feasible
-groups in each allowed market (:mod:`.markets`); rank (:mod:`.ranking`); explain
-(:mod:`.explain`, :mod:`.rejections`). The HTTP layer adds ``model`` and ``catalog`` to build a
+identical offers once (:mod:`.training`, :mod:`.serving` over :mod:`.topology`); price every
+offer of the feasible groups in each allowed market (:mod:`.markets`); rank
+(:mod:`.ranking`); explain (:mod:`.report`, :mod:`.rejections`, sentences from
+:mod:`.explain`). The HTTP layer adds ``model`` and ``catalog`` to build a
 :class:`~gpu_advisor.core.results.RecommendationResponse`.
+
+Constraints (DESIGN "API") and where they apply:
+
+* ``gpu_types``, ``providers``, ``regions``: offer filters (``gpu_excluded``,
+  ``provider_excluded``, ``region_excluded``), case-insensitive, canonical GPU ids;
+* ``spot``: ``forbid`` prices on-demand only, ``only`` spot only (offers without a spot price:
+  ``spot_unavailable``), ``allow`` both -- an offer then appears once per market;
+* ``max_gpus``, ``max_nodes``: bound the plan search (``over_max_gpus``, ``over_max_nodes``);
+* ``min_headroom_fraction``: the fit check uses ``exposed x (1 - headroom)``;
+* ``max_price_per_hour_usd`` (the deployment's price: instance price x instances),
+  ``deadline_hours`` (training), ``budget_usd``: per offer and plan option
+  (``over_max_price``, ``past_deadline``, ``over_budget``).
+
+The Pareto set is on (total cost, time to result) for training and on (total cost, request
+latency) for serving, where the time to result is the fixed serving period.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -33,7 +49,7 @@ from gpu_advisor.core.planner.hardware import (
     missing_path_requirement,
     training_compute_dtype,
 )
-from gpu_advisor.core.planner.index import OfferIndex, build_offer_index
+from gpu_advisor.core.planner.index import RecommendationIndex, build_recommendation_index
 from gpu_advisor.core.planner.markets import (
     MarketResult,
     OptionTable,
@@ -41,20 +57,17 @@ from gpu_advisor.core.planner.markets import (
     PricingClasses,
     price_market,
 )
-from gpu_advisor.core.planner.ranking import Candidates, objective_values, pareto_front, top_k
-from gpu_advisor.core.planner.report import (
-    build_pareto,
-    build_recommendation,
-    group_rejections,
-    suggestions,
+from gpu_advisor.core.planner.ranking import (
+    Candidates,
+    objective_column,
+    pareto_front,
+    top_k,
 )
+from gpu_advisor.core.planner.rejections import group_rejections, suggestions
+from gpu_advisor.core.planner.report import build_pareto, build_recommendation
 from gpu_advisor.core.planner.serving import ServingPlanner
-from gpu_advisor.core.planner.topology import (
-    GroupKey,
-    GroupVerdict,
-    SearchSpace,
-    TrainingPlanner,
-)
+from gpu_advisor.core.planner.topology import GroupContext, GroupKey, GroupVerdict, SearchSpace
+from gpu_advisor.core.planner.training import TrainingPlanner
 from gpu_advisor.core.results import ParetoPoint, Reason, Recommendation, RejectedGroup, Suggestion
 from gpu_advisor.core.spec import InferenceWorkload, RecommendationRequest, TrainingWorkload
 
@@ -85,7 +98,7 @@ class RecommendationResult(Struct, frozen=True, kw_only=True):
 def recommend(
     arch: Architecture,
     request: RecommendationRequest,
-    offers: Sequence[Offer] | OfferIndex,
+    offers: Sequence[Offer] | RecommendationIndex,
     gpus: Mapping[str, GpuSpec],
     providers: Mapping[str, ProviderInfo],
     estimate: MemoryEstimator,
@@ -96,8 +109,8 @@ def recommend(
         arch: the resolved model.
         request: workload, constraints (``gpu_types`` already resolved to canonical ids by the
             caller), objective and ``top_k``.
-        offers: the catalog, or its :class:`OfferIndex` (build once per catalog version for
-            speed: :func:`build_offer_index`).
+        offers: the catalog, or its :class:`RecommendationIndex` (build it once per catalog
+            version for speed: :func:`build_recommendation_index`).
         gpus: GPU table by canonical id; offers on other GPUs are rejected ``unknown_gpu``.
         providers: billing and spot facts by provider id.
         estimate: the memory estimator (``gpu_advisor.core.memory.estimate_memory``).
@@ -106,7 +119,9 @@ def recommend(
         The ranked recommendations, grouped rejections, Pareto set and suggestions. Pure and
         deterministic: the same inputs give the same result.
     """
-    index = offers if isinstance(offers, OfferIndex) else build_offer_index(offers)
+    index = (
+        offers if isinstance(offers, RecommendationIndex) else build_recommendation_index(offers)
+    )
     evaluation = Evaluation(arch, request, index, gpus, providers, estimate)
     return evaluation.run()
 
@@ -118,7 +133,7 @@ class Evaluation:
         self,
         arch: Architecture,
         request: RecommendationRequest,
-        index: OfferIndex,
+        index: RecommendationIndex,
         gpus: Mapping[str, GpuSpec],
         providers: Mapping[str, ProviderInfo],
         estimate: MemoryEstimator,
@@ -132,15 +147,12 @@ class Evaluation:
         self.training = isinstance(self.workload, TrainingWorkload)
         space = SearchSpace(arch, request.constraints, MemoMemory(estimate, arch, self.workload))
         self.space = space
+        self.plan_group: Callable[[GroupContext], GroupVerdict]
         match self.workload:
             case TrainingWorkload():
-                self.training_planner: TrainingPlanner | None = TrainingPlanner(
-                    space, self.workload, request.objective
-                )
-                self.serving_planner: ServingPlanner | None = None
+                self.plan_group = TrainingPlanner(space, self.workload, request.objective).plan
             case InferenceWorkload():
-                self.training_planner = None
-                self.serving_planner = ServingPlanner(space, self.workload, request.objective)
+                self.plan_group = ServingPlanner(space, self.workload, request.objective).plan
         self.verdicts: list[GroupVerdict | None] = [None] * len(index.groups)
         self.filter_code = self._filter_codes()
         rates, unknown = self._spot_rates()
@@ -210,11 +222,13 @@ class Evaluation:
                 )
             )
         ctx = self.space.context(key, gpu, compute, mfu)
-        if self.training_planner is not None:
-            return self.training_planner.plan(ctx)
-        if self.serving_planner is not None:
-            return self.serving_planner.plan(ctx)
-        raise AssertionError("a planner exists for every workload kind")  # pragma: no cover
+        return self.plan_group(ctx)
+
+    def visible_groups(self) -> NDArray[np.intp]:
+        """Groups with at least one offer that passes the gpu/provider/region filters."""
+        index = self.index
+        counts = np.bincount(index.group_of[self.filter_code == 0], minlength=len(index.groups))
+        return np.flatnonzero(counts)
 
     def _plan(self, groups: NDArray[np.intp]) -> None:
         for g in groups.tolist():
@@ -380,13 +394,9 @@ class Evaluation:
             option=np.concatenate([r.option[w] for r, w in zip(results, positions, strict=True)])
             if results
             else np.zeros(0, dtype=np.intp),
-            total_usd=gather("total_usd"),
-            time_hours=gather("time_hours"),
-            price_per_hour_usd=gather("price_per_hour_usd"),
-            per_million_usd=gather("per_million_usd"),
-            latency_seconds=gather("latency_seconds"),
             gpus=gather("gpus").astype(np.int64),
             name_rank=self.index.name_rank[offer],
+            fetch=gather,
         )
         return candidates, market_names
 
@@ -394,20 +404,15 @@ class Evaluation:
 
     def run(self) -> RecommendationResult:
         index = self.index
-        wanted = np.unique(index.group_of[self.filter_code == 0])
+        wanted = self.visible_groups()
         self._plan(wanted)
         outcome = self._outcome(all_markets=False)
         candidates, _ = self._candidates(outcome)
         request = self.request
-        primary = objective_values(
-            request.objective,
-            training=self.training,
-            total_usd=candidates.total_usd,
-            time_hours=candidates.time_hours,
-            price_per_hour_usd=candidates.price_per_hour_usd,
-            per_million_usd=candidates.per_million_usd,
-            latency_seconds=candidates.latency_seconds,
-        )
+        primary = candidates.column(objective_column(request.objective, training=self.training))
+        if request.objective == "total_cost" and np.isnan(primary).any():
+            # no token count: the cost per token ranks instead
+            primary = np.where(np.isnan(primary), candidates.per_million_usd, primary)
         best = top_k(primary, candidates, request.top_k)
         recommendations = [
             build_recommendation(self, outcome, candidates, position, rank)

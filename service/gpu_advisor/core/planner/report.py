@@ -4,10 +4,9 @@ Pareto points, rejected groups and suggestions. Sentences come from :mod:`.expla
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import NDArray
 
 from gpu_advisor.core.offers import Offer
 from gpu_advisor.core.planner.cost import (
@@ -16,9 +15,9 @@ from gpu_advisor.core.planner.cost import (
     checkpoint_bytes,
     checkpoint_storage_usd,
 )
-from gpu_advisor.core.planner.explain import REJECTION_CODES, render, rendered, summary
-from gpu_advisor.core.planner.markets import MarketResult, Outcome
-from gpu_advisor.core.planner.ranking import Candidates, objective_values
+from gpu_advisor.core.planner.explain import rendered, summary
+from gpu_advisor.core.planner.markets import Outcome
+from gpu_advisor.core.planner.ranking import Candidates
 from gpu_advisor.core.planner.topology import PlanOption
 from gpu_advisor.core.results import (
     Cost,
@@ -26,8 +25,6 @@ from gpu_advisor.core.results import (
     Performance,
     Reason,
     Recommendation,
-    RejectedGroup,
-    Suggestion,
 )
 from gpu_advisor.core.spec import TrainingWorkload
 
@@ -37,22 +34,6 @@ if TYPE_CHECKING:
 MIN_VCPUS_PER_GPU = 4
 """DESIGN "Host side": fewer than about 4 vCPUs per GPU starves data loading and
 tokenisation -- a warning, not a rejection."""
-
-EXAMPLES_PER_GROUP = 3
-_STRUCTURAL = frozenset(
-    {
-        "unknown_gpu",
-        "gpu_rate_unknown",
-        "dtype_unsupported",
-        "over_max_gpus",
-        "over_max_nodes",
-        "no_cluster_network",
-        "tp_over_pcie",
-        "insufficient_memory",
-        "kv_pool_too_small",
-    }
-)
-"""Codes decided per planning group (their data comes from the group's verdict)."""
 
 
 def describe(offer: Offer) -> str:
@@ -336,255 +317,3 @@ def build_pareto(
             )
         )
     return points
-
-
-# --- rejections --------------------------------------------------------------------------------
-
-
-def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
-    """Rejected offers grouped by (code, GPU), largest groups first, each with a sentence.
-
-    Examples are the first offers of a group in name order (provider, instance type, region).
-    """
-    index = ev.index
-    codes = outcome.final_code
-    by_name = index.by_name
-    rejected = by_name[codes[by_name] > 0]  # name order
-    if rejected.size == 0:
-        return []
-    n_gpus = max(len(index.gpus), 1)
-    combined = codes[rejected] * n_gpus + index.gpu_code[rejected]
-    # A stable sort keeps name order inside each (code, GPU) group; small integer keys sort
-    # in linear time (radix) when they fit 16 bits.
-    small = combined.astype(np.uint16) if combined.max() < 2**16 else combined
-    order = np.argsort(small, kind="stable")
-    rejected = rejected[order]
-    counts_all = np.bincount(combined, minlength=(len(REJECTION_CODES) + 1) * n_gpus)
-    keys = np.flatnonzero(counts_all)
-    counts = counts_all[keys]
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    primary = ev.markets()[0]
-    market = outcome.results.get(primary)
-    groups: list[RejectedGroup] = []
-    for key, start, count in zip(keys.tolist(), starts.tolist(), counts.tolist(), strict=True):
-        code = REJECTION_CODES[key // n_gpus - 1]
-        gpu = index.gpus[key % n_gpus]
-        members = rejected[start : start + count]
-        data = _rejection_data(ev, outcome, market, code, gpu, members)
-        reason = Reason(code=code, data=data)
-        groups.append(
-            RejectedGroup(
-                code=code,
-                gpu=gpu,
-                count=count,
-                text=render(reason),
-                data=data,
-                examples=[describe(index.offers[int(i)]) for i in members[:EXAMPLES_PER_GROUP]],
-            )
-        )
-    groups.sort(key=lambda g: (-g.count, REJECTION_CODES.index(g.code), g.gpu))
-    return groups
-
-
-def _least(market: MarketResult, name: str, outcome: Outcome, members: NDArray[np.intp]) -> float:
-    positions = np.searchsorted(outcome.priced, members)
-    return float(np.min(market.minimum(name, positions)))
-
-
-def _nearest(reason: Reason) -> float:
-    """Order of a group's rejections by how close the offer came to fitting, so the sentence
-    quotes the nearest miss: the smallest memory shortfall, the fewest GPUs needed."""
-    data = reason.data
-    match reason.code:
-        case "insufficient_memory":
-            return float(data.get("need_bytes", 2**62) - data["usable_bytes"])
-        case "no_cluster_network" | "over_max_nodes":
-            return float(data["nodes_needed"] * data.get("gpu_count", 1))
-        case "over_max_gpus":
-            return float(data["gpus_needed"])
-        case _:
-            return 0.0
-
-
-def _rejection_data(
-    ev: Evaluation,
-    outcome: Outcome,
-    market: MarketResult | None,
-    code: str,
-    gpu: str,
-    members: NDArray[np.intp],
-) -> dict[str, Any]:
-    index, constraints = ev.index, ev.request.constraints
-    if code in _STRUCTURAL:
-        present = np.zeros(len(index.groups), dtype=bool)
-        present[index.group_of[members]] = True
-        reasons = [
-            verdict.rejection
-            for g in np.flatnonzero(present).tolist()
-            if (verdict := ev.verdicts[g]) is not None and verdict.rejection is not None
-        ]
-        if reasons:
-            return dict(min(reasons, key=_nearest).data)
-        return {"gpu": gpu}
-    match code:
-        case "gpu_excluded":
-            return {"gpu": gpu}
-        case "provider_excluded":
-            names = [index.providers[c] for c in np.unique(index.provider_code[members]).tolist()]
-            return {"provider": ", ".join(names[:5]), "gpu": gpu}
-        case "region_excluded":
-            names = [index.regions[c] for c in np.unique(index.region_code[members]).tolist()]
-            return {"region": ", ".join(names[:5]), "gpu": gpu}
-        case "over_max_price" if market is not None:
-            return {
-                "gpu": gpu,
-                "price_per_hour_usd": _least(market, "price_per_hour_usd", outcome, members),
-                "max_price_per_hour_usd": constraints.max_price_per_hour_usd,
-            }
-        case "past_deadline" if market is not None:
-            return {
-                "gpu": gpu,
-                "hours": _least(market, "time_hours", outcome, members),
-                "deadline_hours": constraints.deadline_hours,
-            }
-        case "over_budget" if market is not None:
-            return {
-                "gpu": gpu,
-                "total_usd": _least(market, "total_usd", outcome, members),
-                "budget_usd": constraints.budget_usd,
-            }
-        case _:
-            return {"gpu": gpu}
-
-
-# --- suggestions -------------------------------------------------------------------------------
-
-
-def suggestions(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
-    """When nothing fits: per relaxable constraint, the nearest feasible option."""
-    found: list[Suggestion] = []
-    found += _relax_filters(ev, outcome)
-    found += _relax_numbers(ev, outcome)
-    found += _relax_structure(ev, outcome)
-    return found
-
-
-def _suggest(code: str, data: dict[str, Any]) -> Suggestion:
-    return Suggestion(code=code, text=render(Reason(code=code, data=data)), data=data)
-
-
-def _best_offer(ev: Evaluation, outcome: Outcome, market: str, offers: NDArray[np.intp]) -> int:
-    """The offer among ``offers`` with the best objective value in ``market``."""
-    result = outcome.results[market]
-    positions = np.searchsorted(outcome.priced, offers)
-    values = objective_values(
-        ev.request.objective,
-        training=ev.training,
-        total_usd=result.values("total_usd", positions),
-        time_hours=result.values("time_hours", positions),
-        price_per_hour_usd=result.values("price_per_hour_usd", positions),
-        per_million_usd=result.values("per_million_usd", positions),
-        latency_seconds=result.values("latency_seconds", positions),
-    )
-    values = np.nan_to_num(values, nan=np.inf)
-    ranks = ev.index.name_rank[offers]
-    return int(offers[np.lexsort((ranks, values))[0]])
-
-
-def _relax_filters(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
-    index = ev.index
-    found: list[Suggestion] = []
-    for market in ev.markets():
-        unfiltered = outcome.unfiltered[market]
-        for code, suggestion, field in (
-            ("gpu_excluded", "include_gpu", "gpu"),
-            ("provider_excluded", "include_provider", "provider"),
-            ("region_excluded", "include_region", "region"),
-        ):
-            hits = np.flatnonzero((ev.filter_code == CODE_OF[code]) & (unfiltered == 0))
-            if hits.size and not any(s.code == suggestion for s in found):
-                offer = index.offers[_best_offer(ev, outcome, market, hits)]
-                found.append(
-                    _suggest(suggestion, {field: getattr(offer, field), "offer": describe(offer)})
-                )
-    policy = ev.request.constraints.spot
-    other: dict[str, tuple[str, str]] = {
-        "only": ("on_demand", "allow_on_demand"),
-        "forbid": ("spot", "allow_spot"),
-    }
-    if policy in other:
-        other_market, suggestion = other[policy]
-        hits = np.flatnonzero((ev.filter_code == 0) & (outcome.unfiltered[other_market] == 0))
-        if hits.size:
-            offer = index.offers[_best_offer(ev, outcome, other_market, hits)]
-            found.append(_suggest(suggestion, {"offer": describe(offer)}))
-    return found
-
-
-def _relax_numbers(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
-    found: list[Suggestion] = []
-    for market in ev.markets():
-        result = outcome.results[market]
-        codes = outcome.codes[market][outcome.priced]
-        for code, suggestion, name, field in (
-            ("over_budget", "raise_budget", "total_usd", "total_usd"),
-            ("past_deadline", "extend_deadline", "time_hours", "hours"),
-            ("over_max_price", "raise_max_price", "price_per_hour_usd", "price_per_hour_usd"),
-        ):
-            hits = np.flatnonzero(codes == CODE_OF[code])
-            if not hits.size or any(s.code == suggestion for s in found):
-                continue
-            values = result.minimum(name, hits)
-            pick = np.lexsort((ev.index.name_rank[outcome.priced[hits]], values))[0]
-            offer = ev.index.offers[int(outcome.priced[hits[pick]])]
-            found.append(
-                _suggest(suggestion, {field: float(values[pick]), "offer": describe(offer)})
-            )
-    return found
-
-
-def _relax_structure(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
-    index = ev.index
-    visible = np.unique(index.group_of[ev.filter_code == 0]).tolist()
-    reasons = [
-        (g, v.rejection)
-        for g in visible
-        if (v := ev.verdicts[g]) is not None and v.rejection is not None
-    ]
-    found: list[Suggestion] = []
-    by_code: dict[str, list[Reason]] = {}
-    for _, reason in reasons:
-        by_code.setdefault(reason.code, []).append(reason)
-    if "over_max_nodes" in by_code:
-        best = min(by_code["over_max_nodes"], key=lambda r: r.data["nodes_needed"])
-        found.append(_suggest("raise_max_nodes", dict(best.data)))
-    if "over_max_gpus" in by_code:
-        best = min(by_code["over_max_gpus"], key=lambda r: r.data["gpus_needed"])
-        found.append(_suggest("raise_max_gpus", dict(best.data)))
-    if "no_cluster_network" in by_code:
-        best = min(by_code["no_cluster_network"], key=lambda r: r.data["nodes_needed"])
-        found.append(_suggest("cluster_network", dict(best.data)))
-    if "tp_over_pcie" in by_code:
-        found.append(_suggest("nvlink_offer", dict(by_code["tp_over_pcie"][0].data)))
-    if "dtype_unsupported" in by_code:
-        found.append(_suggest("newer_gpu", dict(by_code["dtype_unsupported"][0].data)))
-    if "kv_pool_too_small" in by_code:
-        found.append(_suggest("shorter_context", dict(by_code["kv_pool_too_small"][0].data)))
-    memory = [r for r in by_code.get("insufficient_memory", []) if "need_bytes" in r.data]
-    if memory:
-        best = min(memory, key=lambda r: r.data["need_bytes"])
-        largest = max(k.memory_exposed_bytes for k in index.groups)
-        headroom = ev.request.constraints.min_headroom_fraction
-        close = [r for r in memory if r.data["need_bytes"] <= r.data["exposed_bytes"]]
-        if headroom > 0 and close:
-            found.append(_suggest("lower_headroom", dict(close[0].data)))
-        found.append(
-            _suggest(
-                "larger_gpu",
-                {"need_bytes": best.data["need_bytes"], "largest_exposed_bytes": largest},
-            )
-        )
-    return found
-
-
-CODE_OF = {name: i + 1 for i, name in enumerate(REJECTION_CODES)}

@@ -198,6 +198,7 @@ class ServingPlanner:
                     code="over_max_nodes",
                     data={
                         "gpu": ctx.gpu.id,
+                        "gpu_count": g,
                         "nodes_needed": nodes,
                         "max_nodes": constraints.max_nodes,
                     },

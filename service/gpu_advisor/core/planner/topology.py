@@ -1,5 +1,6 @@
-"""Candidate parallel plans for one group of identical offers (same GPU, count, memory,
-interconnect and network), and the choice among them for training.
+"""The plan search space for one group of identical offers (same GPU, count, memory,
+interconnect and network), the values it produces, and the explanations of a group that
+fits nothing.
 
 Search space (bounded and deterministic; every degree is a power of two):
 
@@ -23,7 +24,8 @@ recur across groups with the same GPU count, whatever the GPU).
 Training chooses, per node count, the plan with the shortest time per token; node counts stay
 separate options (cost, time and deadline trade them off per offer), from the first that fits
 up to the first that meets the deadline -- or all of them for ``time_to_result``.
-Serving is in :mod:`gpu_advisor.core.planner.serving`.
+Training is in :mod:`gpu_advisor.core.planner.training`, serving in
+:mod:`gpu_advisor.core.planner.serving`.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ from gpu_advisor.core.offers import Interconnect
 from gpu_advisor.core.planner.estimator import MemoMemory
 from gpu_advisor.core.planner.hardware import (
     ComputePath,
-    links,
     max_tensor_parallel,
     nvlink_domain_size,
 )
@@ -47,10 +48,9 @@ from gpu_advisor.core.planner.performance import (
     InferenceEstimate,
     TrainingEstimate,
     default_mfu,
-    estimate_training,
 )
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan, Reason
-from gpu_advisor.core.spec import Constraints, Objective, Sharding, TrainingWorkload
+from gpu_advisor.core.spec import Constraints, Sharding
 
 NODE_PROBE_LIMIT = 64
 """Largest node count probed to explain a rejection ("needs 4 nodes ..."): 64 nodes of 8 GPUs
@@ -162,6 +162,7 @@ class SearchSpace:
         self.arch = arch
         self.constraints = constraints
         self.memory = memory
+        self._tensor_degrees: dict[tuple[int, int], list[int]] = {}
 
     def context(
         self, key: GroupKey, gpu: GpuSpec, compute: ComputePath, mfu_override: float | None
@@ -195,7 +196,15 @@ class SearchSpace:
     def tensor_degrees(self, gpus_per_node: int, cap: int) -> list[int]:
         """TP degrees: powers of two dividing the node's GPUs and the attention heads, and
         dividing the KV heads or a multiple of them (KV heads are split or replicated whole;
-        vLLM ``QKVParallelLinear``); MLA has no per-head KV cache to split."""
+        vLLM ``QKVParallelLinear``); MLA has no per-head KV cache to split. Memoised."""
+        key = (gpus_per_node, cap)
+        found = self._tensor_degrees.get(key)
+        if found is None:
+            found = self._compute_tensor_degrees(gpus_per_node, cap)
+            self._tensor_degrees[key] = found
+        return found
+
+    def _compute_tensor_degrees(self, gpus_per_node: int, cap: int) -> list[int]:
         heads, kv = self.arch.num_attention_heads, self.arch.num_kv_heads
         mla = self.arch.mla is not None
         return [
@@ -319,198 +328,3 @@ class SearchSpace:
         if best:
             data["need_bytes"] = best[0].total_bytes
         return Reason(code="insufficient_memory", data=data)
-
-
-class TrainingPlanner:
-    """Training plans for the groups of one request."""
-
-    def __init__(
-        self, space: SearchSpace, workload: TrainingWorkload, objective: Objective = "total_cost"
-    ) -> None:
-        self.space = space
-        self.workload = workload
-        # Adding nodes only shortens the job (and costs more: communication is added, billed
-        # GPU-hours never fall in this model), so more nodes than the first fitting count
-        # are worth pricing only for time_to_result or to meet a deadline.
-        self.all_node_counts = objective == "time_to_result"
-        self.shardings: tuple[Sharding, ...] = (
-            (workload.sharding,) if workload.sharding else ZERO_STAGES
-        )
-        # Groups that share a GPU count and usable memory share their fitting plans.
-        self._speeds: dict[tuple[Any, ...], TrainingEstimate] = {}
-        self._fits: dict[
-            tuple[int, int, int, float], tuple[list[ParallelPlan], MemoryBreakdown | None]
-        ] = {}
-
-    def first_fits(
-        self,
-        gpus_per_node: int,
-        nodes: int,
-        tp_cap: int,
-        usable: float,
-        best: list[MemoryBreakdown],
-    ) -> list[ParallelPlan]:
-        """Per TP degree, the first fitting (PP, EP, ZeRO) plan on ``nodes`` nodes.
-
-        ``best`` keeps the smallest requirement seen (for rejection sentences).
-        """
-        key = (gpus_per_node, nodes, tp_cap, usable)
-        cached = self._fits.get(key)
-        if cached is None:
-            seen: list[MemoryBreakdown] = []
-            plans = self._search(gpus_per_node, nodes, tp_cap, usable, seen)
-            cached = (plans, seen[0] if seen else None)
-            self._fits[key] = cached
-        plans, smallest = cached
-        if smallest is not None and (not best or smallest.total_bytes < best[0].total_bytes):
-            best[:] = [smallest]
-        return plans
-
-    def fits_somewhere(self, gpus_per_node: int, nodes: int, tp_cap: int, usable: float) -> bool:
-        """Whether any plan on ``nodes`` nodes fits: only the most-sharded plan of each
-        (TP, PP) is asked (enough to explain a rejection)."""
-        key = (gpus_per_node, nodes, tp_cap, usable)
-        if key in self._fits:
-            return bool(self._fits[key][0])
-        total = gpus_per_node * nodes
-        # widest TP first: the likeliest to fit, so a fitting node count is found early
-        for t in reversed(self.space.tensor_degrees(gpus_per_node, tp_cap)):
-            for _, need in self._pipeline_sweep(t, total):
-                if need.total_bytes <= usable:
-                    return True
-        return False
-
-    def _pipeline_sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
-        """The most-sharded plan of each PP degree for TP ``t`` over ``total`` GPUs, with its
-        requirement, PP ascending. Stops once doubling PP saves under
-        :data:`PIPELINE_MIN_SAVING` of the requirement: PP then only adds bubble (with ZeRO-3
-        the model states are already sharded over every GPU whatever PP is)."""
-        previous: int | None = None
-        for p in powers_of_two(min(self.space.arch.num_layers, total // t, PIPELINE_MAX)):
-            if total % (t * p):
-                continue
-            d = total // (t * p)
-            loosest = ParallelPlan(
-                tensor_parallel=t,
-                pipeline_parallel=p,
-                data_parallel=d,
-                expert_parallel=self.space.expert_degrees(d)[-1],
-                sharding=self.shardings[-1],
-                sequence_parallel=t > 1,
-            )
-            need = self.space.memory(loosest)
-            if need is None:
-                continue
-            yield loosest, need
-            if previous is not None and need.total_bytes > previous * (1 - PIPELINE_MIN_SAVING):
-                return
-            previous = need.total_bytes
-
-    def _search(
-        self,
-        gpus_per_node: int,
-        nodes: int,
-        tp_cap: int,
-        usable: float,
-        best: list[MemoryBreakdown],
-    ) -> list[ParallelPlan]:
-        total = gpus_per_node * nodes
-        fitting: list[ParallelPlan] = []
-        for t in self.space.tensor_degrees(gpus_per_node, tp_cap):
-            for loosest, need in self._pipeline_sweep(t, total):
-                if not best or need.total_bytes < best[0].total_bytes:
-                    best[:] = [need]
-                if need.total_bytes > usable:
-                    continue
-                p, d = loosest.pipeline_parallel, loosest.data_parallel
-                found = self._first_fit(t, p, d, self.space.expert_degrees(d), usable)
-                if found is not None:
-                    fitting.append(found)
-                    break
-        return fitting
-
-    def _first_fit(
-        self, t: int, p: int, d: int, experts: list[int], usable: float
-    ) -> ParallelPlan | None:
-        for e in experts:
-            for s in self.shardings:
-                plan = ParallelPlan(
-                    tensor_parallel=t,
-                    pipeline_parallel=p,
-                    data_parallel=d,
-                    expert_parallel=e,
-                    sharding=s,
-                    sequence_parallel=t > 1,
-                )
-                found = self.space.memory(plan)
-                if found is not None and found.total_bytes <= usable:
-                    return plan
-        return None
-
-    def node_counts(self, key: GroupKey) -> list[int]:
-        """Node counts searched: powers of two within max_nodes and max_gpus; 1 without a
-        cluster network."""
-        constraints = self.space.constraints
-        limit = constraints.max_nodes if key.network_gbit_per_s else 1
-        if constraints.max_gpus is not None:
-            limit = min(limit, constraints.max_gpus // key.gpu_count)
-        return list(powers_of_two(limit))
-
-    def _fast_enough(self, option: PlanOption) -> bool:
-        """No deadline, or this option meets it: larger node counts would only cost more."""
-        deadline = self.space.constraints.deadline_hours
-        return deadline is None or option.time_hours is None or option.time_hours <= deadline
-
-    def plan(self, ctx: GroupContext) -> GroupVerdict:
-        """Per node count, the fastest fitting plan; or why none fits. Node counts stop at the
-        first that fits (meeting the deadline, if any) unless the objective is
-        ``time_to_result``."""
-        key, gpu = ctx.key, ctx.gpu
-        g = key.gpu_count
-        best: list[MemoryBreakdown] = []
-        options: list[PlanOption] = []
-        for n in self.node_counts(key):
-            plans = self.first_fits(g, n, ctx.tp_cap, ctx.usable_bytes, best)
-            link = links(gpu, ctx.domain, g, n, key.network_gbit_per_s)
-            scored: list[tuple[float, PlanOption]] = []
-            for plan in plans:
-                memory = self.space.memory(plan, key.memory_exposed_bytes)
-                if memory is None:  # pragma: no cover - the requirement call accepted it
-                    continue
-                speed_key = (plan, memory.total_bytes, ctx.compute, link, ctx.efficiency)
-                estimate = self._speeds.get(speed_key)
-                if estimate is None:
-                    estimate = estimate_training(
-                        self.space.arch,
-                        self.workload,
-                        plan,
-                        memory,
-                        ctx.compute,
-                        link,
-                        ctx.efficiency,
-                    )
-                    self._speeds[speed_key] = estimate
-                option = PlanOption(
-                    nodes=n,
-                    plan=plan,
-                    memory=memory,
-                    training=estimate,
-                    time_hours=estimate.time_to_result_hours,
-                    tokens_per_second=estimate.tokens_per_second,
-                    notes=self.space.topology_notes(plan, ctx, n),
-                    warnings=ctx.warnings,
-                )
-                scored.append((1.0 / estimate.tokens_per_second, option))
-            if scored:
-                options.append(min(scored, key=lambda item: item[0])[1])
-                if not self.all_node_counts and self._fast_enough(options[-1]):
-                    break
-        if options:
-            return GroupVerdict(options=tuple(options))
-
-        def fits_on(tp_cap: int, max_nodes: int) -> int | None:
-            return smallest_fitting_power(
-                lambda n: self.fits_somewhere(g, n, tp_cap, ctx.usable_bytes), max_nodes
-            )
-
-        return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, best))

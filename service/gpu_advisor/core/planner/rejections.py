@@ -1,0 +1,351 @@
+"""Rejected offers grouped by (reason code, GPU) with a sentence each, and -- when nothing
+fits -- suggestions: which constraint to relax and what the nearest feasible option needs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from gpu_advisor.core.planner.explain import REJECTION_CODES, render
+from gpu_advisor.core.planner.markets import MarketResult, Outcome
+from gpu_advisor.core.planner.ranking import objective_values
+from gpu_advisor.core.planner.report import describe
+from gpu_advisor.core.results import Reason, RejectedGroup, Suggestion
+
+if TYPE_CHECKING:
+    from gpu_advisor.core.planner.recommend import Evaluation
+
+EXAMPLES_PER_GROUP = 3
+CODE_OF = {name: i + 1 for i, name in enumerate(REJECTION_CODES)}
+_STRUCTURAL = frozenset(
+    {
+        "unknown_gpu",
+        "gpu_rate_unknown",
+        "dtype_unsupported",
+        "over_max_gpus",
+        "over_max_nodes",
+        "no_cluster_network",
+        "tp_over_pcie",
+        "insufficient_memory",
+        "kv_pool_too_small",
+    }
+)
+"""Codes decided per planning group (their data comes from the group's verdict)."""
+
+
+def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
+    """Rejected offers grouped by (code, GPU), largest groups first, each with a sentence.
+
+    Examples are the first offers of a group in name order (provider, instance type, region).
+    """
+    index = ev.index
+    codes = outcome.final_code
+    by_name = index.by_name
+    rejected = by_name[codes[by_name] > 0]  # name order
+    if rejected.size == 0:
+        return []
+    n_gpus = max(len(index.gpus), 1)
+    combined = codes[rejected] * n_gpus + index.gpu_code[rejected]
+    # A stable sort keeps name order inside each (code, GPU) group; small integer keys sort
+    # in linear time (radix) when they fit 16 bits.
+    small = combined.astype(np.uint16) if combined.max() < 2**16 else combined
+    order = np.argsort(small, kind="stable")
+    rejected = rejected[order]
+    counts_all = np.bincount(combined, minlength=(len(REJECTION_CODES) + 1) * n_gpus)
+    keys = np.flatnonzero(counts_all)
+    counts = counts_all[keys]
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    primary = ev.markets()[0]
+    market = outcome.results.get(primary)
+    structural = _structural_reasons(ev)
+    groups: list[RejectedGroup] = []
+    for key, start, count in zip(keys.tolist(), starts.tolist(), counts.tolist(), strict=True):
+        code = REJECTION_CODES[key // n_gpus - 1]
+        gpu = index.gpus[key % n_gpus]
+        members = rejected[start : start + count]
+        if code in _STRUCTURAL:
+            reasons = structural.get((code, gpu))
+            data = dict(min(reasons, key=_nearest).data) if reasons else {"gpu": gpu}
+        else:
+            data = _rejection_data(ev, outcome, market, code, gpu, members)
+        reason = Reason(code=code, data=data)
+        groups.append(
+            RejectedGroup(
+                code=code,
+                gpu=gpu,
+                count=count,
+                text=render(reason),
+                data=data,
+                examples=[describe(index.offers[int(i)]) for i in members[:EXAMPLES_PER_GROUP]],
+            )
+        )
+    groups.sort(key=lambda g: (-g.count, REJECTION_CODES.index(g.code), g.gpu))
+    return groups
+
+
+def _least(market: MarketResult, name: str, outcome: Outcome, members: NDArray[np.intp]) -> float:
+    positions = np.searchsorted(outcome.priced, members)
+    return float(np.min(market.minimum(name, positions)))
+
+
+def _names(names: list[str], shown: int = 5) -> str:
+    """``a, b, c`` -- the first ``shown`` names, and how many more."""
+    text = ", ".join(names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def _structural_reasons(ev: Evaluation) -> dict[tuple[str, str], list[Reason]]:
+    """Group-level rejections of the planned groups, by (code, GPU)."""
+    found: dict[tuple[str, str], list[Reason]] = {}
+    for key, verdict in zip(ev.index.groups, ev.verdicts, strict=True):
+        if verdict is not None and verdict.rejection is not None:
+            found.setdefault((verdict.rejection.code, key.gpu), []).append(verdict.rejection)
+    return found
+
+
+def _nearest(reason: Reason) -> float:
+    """Order of a group's rejections by how close the offer came to fitting, so the sentence
+    quotes the nearest miss: the smallest memory shortfall, the fewest GPUs needed."""
+    data = reason.data
+    match reason.code:
+        case "insufficient_memory":
+            return float(data.get("need_bytes", 2**62) - data["usable_bytes"])
+        case "no_cluster_network" | "over_max_nodes":
+            return float(data["nodes_needed"] * data.get("gpu_count", 1))
+        case "over_max_gpus":
+            return float(data["gpus_needed"])
+        case _:
+            return 0.0
+
+
+def _rejection_data(
+    ev: Evaluation,
+    outcome: Outcome,
+    market: MarketResult | None,
+    code: str,
+    gpu: str,
+    members: NDArray[np.intp],
+) -> dict[str, Any]:
+    index, constraints = ev.index, ev.request.constraints
+    match code:
+        case "gpu_excluded":
+            return {"gpu": gpu}
+        case "provider_excluded":
+            codes = np.flatnonzero(np.bincount(index.provider_code[members]))
+            return {"provider": _names([index.providers[c] for c in codes.tolist()]), "gpu": gpu}
+        case "region_excluded":
+            codes = np.flatnonzero(np.bincount(index.region_code[members]))
+            return {"region": _names([index.regions[c] for c in codes.tolist()]), "gpu": gpu}
+        case "over_max_price" if market is not None:
+            return {
+                "gpu": gpu,
+                "price_per_hour_usd": _least(market, "price_per_hour_usd", outcome, members),
+                "max_price_per_hour_usd": constraints.max_price_per_hour_usd,
+            }
+        case "past_deadline" if market is not None:
+            return {
+                "gpu": gpu,
+                "hours": _least(market, "time_hours", outcome, members),
+                "deadline_hours": constraints.deadline_hours,
+            }
+        case "over_budget" if market is not None:
+            return {
+                "gpu": gpu,
+                "total_usd": _least(market, "total_usd", outcome, members),
+                "budget_usd": constraints.budget_usd,
+            }
+        case _:
+            return {"gpu": gpu}
+
+
+def suggestions(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
+    """When nothing fits: per relaxable constraint, the nearest feasible option."""
+    found: list[Suggestion] = []
+    found += _relax_filters(ev, outcome)
+    found += _relax_numbers(ev, outcome)
+    found += _relax_structure(ev, outcome)
+    return found
+
+
+def _suggest(code: str, data: dict[str, Any]) -> Suggestion:
+    return Suggestion(code=code, text=render(Reason(code=code, data=data)), data=data)
+
+
+def _best_offer(ev: Evaluation, outcome: Outcome, market: str, offers: NDArray[np.intp]) -> int:
+    """The offer among ``offers`` with the best objective value in ``market``."""
+    result = outcome.results[market]
+    positions = np.searchsorted(outcome.priced, offers)
+    values = objective_values(
+        ev.request.objective,
+        training=ev.training,
+        total_usd=result.values("total_usd", positions),
+        time_hours=result.values("time_hours", positions),
+        price_per_hour_usd=result.values("price_per_hour_usd", positions),
+        per_million_usd=result.values("per_million_usd", positions),
+        latency_seconds=result.values("latency_seconds", positions),
+    )
+    values = np.nan_to_num(values, nan=np.inf)
+    ranks = ev.index.name_rank[offers]
+    return int(offers[np.lexsort((ranks, values))[0]])
+
+
+def _relax_filters(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
+    index = ev.index
+    found: list[Suggestion] = []
+    for market in ev.markets():
+        unfiltered = outcome.unfiltered[market]
+        for code, suggestion, field in (
+            ("gpu_excluded", "include_gpu", "gpu"),
+            ("provider_excluded", "include_provider", "provider"),
+            ("region_excluded", "include_region", "region"),
+        ):
+            hits = np.flatnonzero((ev.filter_code == CODE_OF[code]) & (unfiltered == 0))
+            if hits.size and not any(s.code == suggestion for s in found):
+                offer = index.offers[_best_offer(ev, outcome, market, hits)]
+                found.append(
+                    _suggest(suggestion, {field: getattr(offer, field), "offer": describe(offer)})
+                )
+    policy = ev.request.constraints.spot
+    other: dict[str, tuple[str, str]] = {
+        "only": ("on_demand", "allow_on_demand"),
+        "forbid": ("spot", "allow_spot"),
+    }
+    if policy in other:
+        other_market, suggestion = other[policy]
+        hits = np.flatnonzero((ev.filter_code == 0) & (outcome.unfiltered[other_market] == 0))
+        if hits.size:
+            offer = index.offers[_best_offer(ev, outcome, other_market, hits)]
+            found.append(_suggest(suggestion, {"offer": describe(offer)}))
+    return found
+
+
+_LIMITS: tuple[tuple[str, str, str], ...] = (
+    # (constraint, value column it limits, suggestion code)
+    ("budget_usd", "total_usd", "raise_budget"),
+    ("deadline_hours", "time_hours", "extend_deadline"),
+    ("max_price_per_hour_usd", "price_per_hour_usd", "raise_max_price"),
+)
+
+
+def _relax_numbers(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
+    """For each numeric limit (budget, deadline, max price), the least value of it that
+    admits some offer while the other limits still hold -- over every option (node count) of
+    the offers that pass the filters and fit. When no single limit suffices, one suggestion
+    names all the limits the best offer breaks, with the values it needs."""
+    constraints = ev.request.constraints
+    active = [
+        (name, column, code)
+        for name, column, code in _LIMITS
+        if getattr(constraints, name) is not None and (ev.training or name != "deadline_hours")
+    ]
+    if not active:
+        return []
+    found: dict[str, tuple[float, int, str]] = {}
+    joint: tuple[float, int, dict[str, float]] | None = None
+    for market in ev.markets():
+        result = outcome.results[market]
+        numeric = np.isin(outcome.unfiltered[market][outcome.priced], _NUMERIC)
+        hits = np.flatnonzero((ev.filter_code[outcome.priced] == 0) & numeric)
+        if not hits.size:
+            continue
+        values = {column: result.option_values(column, hits) for _, column, _ in active}
+        within = {
+            name: ~(values[column] > getattr(constraints, name)) for name, column, _ in active
+        }
+        exists = ~np.isnan(values[active[0][1]])
+        for name, column, code in active:
+            others = exists.copy()
+            for other, _, _ in active:
+                if other != name:
+                    others &= within[other]
+            needed = np.where(others, values[column], np.inf).min(axis=1)
+            if not np.isfinite(needed).any():
+                continue
+            pick = int(np.lexsort((ev.index.name_rank[outcome.priced[hits]], needed))[0])
+            value = float(needed[pick])
+            offer = int(outcome.priced[hits[pick]])
+            if code not in found or value < found[code][0]:
+                found[code] = (value, offer, column)
+        if not found:
+            chosen = _best_offer(ev, outcome, market, outcome.priced[hits])
+            best = int(np.flatnonzero(outcome.priced[hits] == chosen)[0])
+            option = int(result.option[hits[best]])
+            needs = {
+                name: float(values[column][best, option])
+                for name, column, _ in active
+                if values[column][best, option] > getattr(constraints, name)
+            }
+            if joint is None:
+                joint = (0.0, int(outcome.priced[hits[best]]), needs)
+    suggestions = [
+        _suggest(code, {_FIELD[column]: value, "offer": describe(ev.index.offers[offer])})
+        for code, (value, offer, column) in found.items()
+    ]
+    if not suggestions and joint is not None:
+        _, offer, needs = joint
+        suggestions.append(
+            _suggest("relax_limits", {"needs": needs, "offer": describe(ev.index.offers[offer])})
+        )
+    return suggestions
+
+
+_FIELD = {
+    "total_usd": "total_usd",
+    "time_hours": "hours",
+    "price_per_hour_usd": "price_per_hour_usd",
+}
+_NUMERIC = np.array(
+    [CODE_OF["over_max_price"], CODE_OF["past_deadline"], CODE_OF["over_budget"]], dtype=np.intp
+)
+
+
+def _relax_structure(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
+    """Suggestions from the groups' own rejections: more nodes or GPUs, a cluster network,
+    NVLink, a shorter context, less headroom, a larger or newer GPU -- each only where it is
+    the missing piece."""
+    index = ev.index
+    visible = ev.visible_groups().tolist()
+    reasons = [
+        (g, v.rejection)
+        for g in visible
+        if (v := ev.verdicts[g]) is not None and v.rejection is not None
+    ]
+    found: list[Suggestion] = []
+    by_code: dict[str, list[Reason]] = {}
+    for _, reason in reasons:
+        by_code.setdefault(reason.code, []).append(reason)
+    if "over_max_nodes" in by_code:
+        best = min(by_code["over_max_nodes"], key=lambda r: r.data["nodes_needed"])
+        found.append(_suggest("raise_max_nodes", dict(best.data)))
+    if "over_max_gpus" in by_code:
+        best = min(by_code["over_max_gpus"], key=lambda r: r.data["gpus_needed"])
+        found.append(_suggest("raise_max_gpus", dict(best.data)))
+    if "no_cluster_network" in by_code:
+        best = min(by_code["no_cluster_network"], key=lambda r: r.data["nodes_needed"])
+        found.append(_suggest("cluster_network", dict(best.data)))
+    if "tp_over_pcie" in by_code:
+        found.append(_suggest("nvlink_offer", dict(by_code["tp_over_pcie"][0].data)))
+    hardware = {"dtype_unsupported", "gpu_rate_unknown", "unknown_gpu"}
+    if "dtype_unsupported" in by_code and all(r.code in hardware for _, r in reasons):
+        # every visible GPU lacks the dtype (or data): only then is a newer GPU the fix
+        found.append(_suggest("newer_gpu", dict(by_code["dtype_unsupported"][0].data)))
+    if "kv_pool_too_small" in by_code:
+        found.append(_suggest("shorter_context", dict(by_code["kv_pool_too_small"][0].data)))
+    memory = [r for r in by_code.get("insufficient_memory", []) if "need_bytes" in r.data]
+    if memory:
+        best = min(memory, key=lambda r: r.data["need_bytes"])
+        largest = max(k.memory_exposed_bytes for k in index.groups)
+        headroom = ev.request.constraints.min_headroom_fraction
+        close = [r for r in memory if r.data["need_bytes"] <= r.data["exposed_bytes"]]
+        if headroom > 0 and close:
+            found.append(_suggest("lower_headroom", dict(close[0].data)))
+        if best.data["need_bytes"] > largest:  # else larger GPUs exist and failed otherwise
+            found.append(
+                _suggest(
+                    "larger_gpu",
+                    {"need_bytes": best.data["need_bytes"], "largest_exposed_bytes": largest},
+                )
+            )
+    return found

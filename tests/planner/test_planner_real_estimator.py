@@ -1,0 +1,105 @@
+"""The planner through the real memory estimator (gpu_advisor.core.memory) and real presets:
+the acceptance workloads of issue 2 on hand-built offers, with the arithmetic written out."""
+
+from __future__ import annotations
+
+from gpu_advisor.core.memory import estimate_memory
+from gpu_advisor.core.models.resolve import resolve_model
+from gpu_advisor.core.planner import recommend
+from gpu_advisor.core.spec import InferenceWorkload, ModelSpec, TrainingWorkload
+
+from .fixtures import GIB, GPUS, INFINIBAND, MIB, make_offer, make_request
+
+LLAMA_8B = resolve_model(ModelSpec(preset="meta-llama/Llama-3.1-8B"))
+LLAMA_70B = resolve_model(ModelSpec(preset="meta-llama/Llama-3.1-70B"))
+MIXTRAL = resolve_model(ModelSpec(preset="mistralai/Mixtral-8x7B-v0.1"))
+
+SINGLE_GPU_OFFERS = [
+    make_offer("L4-24GB", 1, interconnect="pcie", price=0.8, instance_type="l4"),
+    make_offer("L40S-48GB", 1, interconnect="pcie", price=1.8, instance_type="l40s"),
+    make_offer("A100-SXM-80GB", 1, price=2.5, instance_type="a100"),
+    make_offer("H100-SXM-80GB", 1, price=4.0, instance_type="h100"),
+]
+
+
+def test_llama_8b_qlora_fits_one_24gb_gpu() -> None:
+    # QLoRA: 8.03e9 params, linears in NF4 (~0.52 B/param), embeddings/head in bf16, full
+    # checkpointing at 2,048 x 1 tokens: well under the L4's 22,888 MiB.
+    workload = TrainingWorkload(
+        method="qlora",
+        sequence_length=2048,
+        micro_batch_size=1,
+        gradient_checkpointing="full",
+        tokens=1e8,
+    )
+    offers = [*SINGLE_GPU_OFFERS, make_offer("L4-24GB", 4, interconnect="pcie", price=3.2)]
+    by_price = recommend(
+        LLAMA_8B,
+        make_request(workload, objective="price_per_hour"),
+        offers,
+        GPUS,
+        {},
+        estimate_memory,
+    )
+    top = by_price.recommendations[0]
+    assert top.gpus == 1
+    assert top.offer.gpu_memory_bytes <= 48 * GIB
+    assert top.memory_per_gpu.total_bytes <= 22_888 * MIB
+    by_cost = recommend(LLAMA_8B, make_request(workload), offers, GPUS, {}, estimate_memory)
+    # n GPUs of a kind cost at least as much in total as one: the cheapest job uses one GPU
+    assert by_cost.recommendations[0].offer.gpu_count == 1
+
+
+def test_llama_70b_bf16_serving_rejects_single_gpus_with_the_numbers() -> None:
+    # Weights alone: 70.55e9 params x 2 B = 141.1e9 B (131.4 GiB) > any single 80 GB GPU.
+    # KV per token = 2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B;
+    # 16 sequences x 8,192 tokens = 131,072 tokens x 327,680 B = 40 GiB more.
+    workload = InferenceWorkload(weight_dtype="bf16", context_length=8192, concurrency=16)
+    offers = [*SINGLE_GPU_OFFERS, make_offer("H100-SXM-80GB", 8, price=30.0, instance_type="x8")]
+    result = recommend(LLAMA_70B, make_request(workload), offers, GPUS, {}, estimate_memory)
+    assert [r.offer.instance_type for r in result.recommendations] == ["x8"]
+    rejected = {g.gpu: g for g in result.rejected}
+    assert set(rejected) == {"L4-24GB", "L40S-48GB", "A100-SXM-80GB", "H100-SXM-80GB"}
+    kv_per_token = 2 * 80 * 8 * 128 * 2
+    assert kv_per_token == 327_680
+    for group in rejected.values():
+        assert group.code == "insufficient_memory"
+        need = group.data["need_bytes"]
+        assert need >= 141 * 10**9 + 16 * 8192 * kv_per_token  # weights + KV at least
+        assert "GiB per GPU" in group.text
+        assert f"exposes {group.data['exposed_bytes'] / GIB:.1f} GiB" in group.text
+
+
+def test_llama_70b_full_finetune_needs_two_nodes_over_a_cluster_network() -> None:
+    # Model states: 16 B/param x 70.55e9 = 1,128.9e9 B; over 8 GPUs with ZeRO-3 that is
+    # 141.1e9 B (131.4 GiB) per GPU > 79.6 GiB, so at least 15 GPUs of 80 GB -> 2 nodes.
+    assert 16 * 70.55e9 / 80e9 > 14
+    workload = TrainingWorkload(sharding="zero3", sequence_length=4096, tokens=1e9)
+    clustered = make_offer(network=INFINIBAND, instance_type="with-ib", price=30.0)
+    isolated = make_offer(instance_type="no-network", price=25.0)
+    result = recommend(
+        LLAMA_70B, make_request(workload), [clustered, isolated], GPUS, {}, estimate_memory
+    )
+    best = result.recommendations[0]
+    assert best.offer.instance_type == "with-ib"
+    assert best.nodes >= 2
+    assert best.memory_per_gpu.total_bytes <= 81_559 * MIB
+    [rejected] = result.rejected
+    assert rejected.code == "no_cluster_network"
+    assert rejected.data["nodes_needed"] >= 2
+
+
+def test_mixtral_bf16_does_not_fit_one_80gb_gpu() -> None:
+    # All experts are resident: 46.7e9 params x 2 B = 93.4e9 B (87.0 GiB) > 79.6 GiB.
+    assert MIXTRAL.parameters.total * 2 > 81_559 * MIB
+    workload = InferenceWorkload(weight_dtype="bf16")
+    offers = [*SINGLE_GPU_OFFERS, make_offer("H100-SXM-80GB", 2, price=8.0, instance_type="x2")]
+    result = recommend(MIXTRAL, make_request(workload), offers, GPUS, {}, estimate_memory)
+    [best] = [r for r in result.recommendations if r.offer.instance_type == "x2"]
+    assert best.plan.tensor_parallel == 2
+    assert {g.gpu for g in result.rejected} == {
+        "L4-24GB",
+        "L40S-48GB",
+        "A100-SXM-80GB",
+        "H100-SXM-80GB",
+    }
