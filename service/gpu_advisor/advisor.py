@@ -14,6 +14,7 @@ import msgspec
 
 from gpu_advisor.catalog.service import CatalogService, CatalogSnapshot
 from gpu_advisor.core.architecture import Architecture
+from gpu_advisor.core.check import CheckResponse, evaluate_check, resolve_target
 from gpu_advisor.core.errors import UnknownGpuError
 from gpu_advisor.core.estimate import EstimateResponse, estimate
 from gpu_advisor.core.gpus import GpuCatalog, GpuSpec, resolve_gpu
@@ -32,7 +33,12 @@ from gpu_advisor.core.results import (
     RecommendationResponse,
     SourceFreshness,
 )
-from gpu_advisor.core.spec import Constraints, EstimateRequest, RecommendationRequest
+from gpu_advisor.core.spec import (
+    CheckRequest,
+    Constraints,
+    EstimateRequest,
+    RecommendationRequest,
+)
 
 
 def model_summary(arch: Architecture) -> ModelSummary:
@@ -54,15 +60,17 @@ def model_summary(arch: Architecture) -> ModelSummary:
     )
 
 
-def catalog_info(snapshot: CatalogSnapshot) -> CatalogInfo:
-    """The catalog block of every answer: version (content hash), per-source freshness."""
+def catalog_info(snapshot: CatalogSnapshot, *, degraded: bool | None = None) -> CatalogInfo:
+    """The catalog block of every answer: version (content hash), per-source freshness, and
+    whether the shared cache is degraded (``degraded``: the service's live flag, else the
+    snapshot's)."""
     return CatalogInfo(
         version=snapshot.version,
         sources=[
             SourceFreshness(name=s.name, fetched_at=s.fetched_at, stale=s.stale, offers=s.offers)
             for s in snapshot.sources
         ],
-        degraded=snapshot.degraded,
+        degraded=snapshot.degraded if degraded is None else degraded,
     )
 
 
@@ -155,7 +163,7 @@ class Advisor:
             recommendations=result.recommendations,
             rejected=result.rejected,
             pareto=result.pareto,
-            catalog=catalog_info(snapshot),
+            catalog=catalog_info(snapshot, degraded=self.catalog.cache_degraded),
             suggestions=result.suggestions,
             candidates_considered=result.candidates_considered,
         )
@@ -173,3 +181,27 @@ class Advisor:
             else None
         )
         return estimate(arch, request, self.gpus, gpu, model_summary(arch))
+
+    async def check(self, request: CheckRequest) -> CheckResponse:
+        """POST /v1/check: pass or fail of a workload on a target, check by check.
+
+        Raises:
+            InvalidSpecError: the model, workload or target cannot be answered (422).
+            NotFoundError: the target's provider or instance type is not in the catalog (404).
+        """
+        arch = resolve_model(request.model)
+        snapshot, index = await self._planner_index()
+        target = resolve_target(request.target, snapshot.offers, self.gpus)
+        outcome = evaluate_check(
+            arch, request, target, index, self.gpus.by_id, self.providers, estimate_memory
+        )
+        return CheckResponse(
+            verdict=outcome.verdict,
+            model=model_summary(arch),
+            target=outcome.target,
+            checks=outcome.checks,
+            estimate=outcome.estimate,
+            catalog=catalog_info(snapshot, degraded=self.catalog.cache_degraded),
+            alternative=outcome.alternative,
+            suggestions=outcome.suggestions,
+        )

@@ -22,6 +22,7 @@ from gpu_advisor.api.routes.planning import PLANNING_ROUTES
 from gpu_advisor.catalog.service import CatalogService
 from gpu_advisor.logs import configure_logging
 from gpu_advisor.metrics import Metrics
+from gpu_advisor.observer import CatalogObserver
 from gpu_advisor.settings import Settings, SettingsError
 
 MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
@@ -36,18 +37,28 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     return Settings.from_env(os.environ if environ is None else environ)
 
 
+def build_advisor(
+    settings: Settings, observer: CatalogObserver | None = None
+) -> tuple[CatalogService, Advisor]:
+    """The pricing catalog and the application service for ``settings``: the one wiring the
+    HTTP app and the in-process CLI (``gpu-advisor check SPEC``) share, so both answer from
+    the same sources. The caller starts and closes the catalog."""
+    catalog = CatalogService(settings.catalog_config(), observer=observer)
+    return catalog, Advisor(catalog)
+
+
 def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Litestar:
     """Wire the application for ``settings``: logging, metrics, services, routes."""
     environ = os.environ if environ is None else environ
     configure_logging(settings.log_level, settings.log_format)
     metrics = Metrics(multiprocess_mode=bool(environ.get(MULTIPROC_VARIABLE)))
-    catalog = CatalogService(settings.catalog_config(), observer=metrics)
+    catalog, advisor = build_advisor(settings, observer=metrics)
     return create_app(
         settings,
         metrics=metrics,
         services=[catalog],
         route_handlers=[*CATALOG_ROUTES, *MODEL_ROUTES, *PLANNING_ROUTES],
-        dependencies={"catalog": catalog, "gpus": catalog.gpus, "advisor": Advisor(catalog)},
+        dependencies={"catalog": catalog, "gpus": catalog.gpus, "advisor": advisor},
     )
 
 

@@ -80,6 +80,18 @@ def get(url: str, timeout: float = 5.0) -> tuple[int, dict[str, str], bytes]:
         return exc.code, dict(exc.headers.items()), exc.read()
 
 
+def post_json(url: str, body: bytes, timeout: float = 10.0) -> tuple[int, bytes]:
+    """POST a JSON body; (status, response body) also for 4xx/5xx."""
+    request = urllib.request.Request(
+        url, data=body, method="POST", headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
 def wait_for(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 20.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

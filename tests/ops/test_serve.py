@@ -23,12 +23,14 @@ from tests.ops.serving import (
     get,
     image_command,
     image_env,
+    post_json,
     start,
     stop,
     wait_for,
 )
 
 GPU_ADVISOR = ["gpu-advisor"]
+EXAMPLES = REPO / "examples"
 
 
 def test_port_comes_from_the_environment() -> None:
@@ -126,6 +128,16 @@ def test_service_started_as_the_image_starts_it_on_a_read_only_filesystem(
         wait_for(f"http://127.0.0.1:{port}/healthz", proc)
         assert get(f"http://127.0.0.1:{port}/healthz")[0] == 200
         assert get(f"http://127.0.0.1:{port}/readyz")[0] == 200
+        # The main job, on the bundled catalog: Mixtral-8x7B in bf16 (46.7e9 x 2 B = 93.4 GB)
+        # needs more than one 80 GB GPU.
+        status, body = post_json(
+            f"http://127.0.0.1:{port}/v1/recommendations",
+            (EXAMPLES / "mixtral-8x7b-serving.json").read_bytes(),
+        )
+        assert status == 200, body
+        answer = json.loads(body)
+        assert answer["recommendations"]
+        assert all(r["gpus"] >= 2 for r in answer["recommendations"])
         assert b"gpu_advisor_http_requests_total" in get(f"http://127.0.0.1:{port}/metrics")[2]
         # The image's HEALTHCHECK command, with the image's environment.
         check = subprocess.run(

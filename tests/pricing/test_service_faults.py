@@ -214,3 +214,22 @@ async def test_redis_stopped_mid_run(
         assert stored == (await service.snapshot()).sources[0].version.encode()  # type: ignore[union-attr]
     finally:
         await service.close()
+
+
+async def test_redis_unreachable_from_the_start_is_degraded_not_down() -> None:
+    # Embedded sources only (the bundled snapshot never needs the cache to answer), and a
+    # REDIS_URL where nothing listens: answers still come from memory, readiness says degraded.
+    url = f"redis://127.0.0.1:{_free_port()}/0"
+    service = CatalogService(
+        CatalogConfig(sources=("bundled",), redis_url=url, redis_socket_timeout_seconds=0.2)
+    )
+    await service.start()
+    try:
+        snapshot = await service.snapshot()
+        assert snapshot.offers
+        health = await service.health()
+        assert health.backend == "redis"
+        assert health.degraded is True
+        assert health.last_error
+    finally:
+        await service.close()

@@ -11,21 +11,20 @@ from typing import Any
 
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import (
     HTTP_404_NOT_FOUND,
     HTTP_422_UNPROCESSABLE_ENTITY,
     HTTP_500_INTERNAL_SERVER_ERROR,
 )
 from litestar.types import ExceptionHandlersMap
+from msgspec import Struct
 
 from gpu_advisor.core.errors import DomainError, NotFoundError
+from gpu_advisor.decoding import named_field, split_msgspec_message
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _TYPE_BASE = "https://gpu-advisor.dev/problems/"
-
-# msgspec reports a location as "at `$.workload.sequence_length`" or "at `$[0]`".
-_NAMED_FIELD = re.compile(r"(?:unknown|missing required) field `([^`]+)`")
-_MSGSPEC_PATH = re.compile(r"\s*-\s*at `\$(?P<path>[^`]*)`\s*$")
 
 
 def _problem(
@@ -39,22 +38,6 @@ def _problem(
         "errors": errors,
     }
     return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE)
-
-
-def _field_of(path: str) -> str:
-    """``.workload.sequence_length`` / ``[0].x`` -> ``workload.sequence_length`` / ``0.x``."""
-    return re.sub(r"\[(\d+)\]", r".\1", path).lstrip(".")
-
-
-def split_msgspec_message(message: str, prefix: str = "") -> tuple[str, str]:
-    """Split a msgspec error into (field path, message without the location)."""
-    match = _MSGSPEC_PATH.search(message)
-    if match is None:
-        return prefix, message
-    field = _field_of(match.group("path"))
-    if prefix:
-        field = f"{prefix}.{field}" if field else prefix
-    return field, message[: match.start()].strip()
 
 
 def validation_exception_handler(
@@ -72,10 +55,8 @@ def validation_exception_handler(
         field, message = split_msgspec_message(raw)
         if key and key != "data":
             field = f"{key}.{field}" if field and not field.startswith(key) else (field or key)
-        named = _NAMED_FIELD.search(message)
-        if named is not None:
-            # "Object contains unknown field `x`" / "missing required field `x`": name the field.
-            field = f"{field}.{named.group(1)}" if field else named.group(1)
+        # "Object contains unknown field `x`" / "missing required field `x`": name the field.
+        field = named_field(field, message)
         entry: dict[str, Any] = {"field": field or None, "message": message}
         if source is not None:
             entry["source"] = str(source)
@@ -128,3 +109,47 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     HTTPException: http_exception_handler,
     Exception: internal_error_handler,
 }
+
+
+class ProblemError(Struct, frozen=True, kw_only=True):
+    """One offending input: its dotted path (None when not about one field) and what is wrong."""
+
+    field: str | None
+    message: str
+    source: str | None = None
+
+
+class ProblemDetails(Struct, frozen=True, kw_only=True):
+    """RFC 9457 problem details, as every error response of this API carries them."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[ProblemError] = []
+
+
+def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
+    """OpenAPI entries for the problem+json responses a handler can give."""
+    descriptions = {
+        400: "Malformed request: bad JSON, wrong types, out-of-range or unknown fields.",
+        401: "Missing or malformed bearer token.",
+        403: "Wrong bearer token.",
+        404: "Not found.",
+        413: "Request body larger than the configured limit.",
+        422: "Well-formed but cannot be answered: unknown preset or GPU, impossible plan...",
+        429: "Rate limit exceeded for this client.",
+    }
+    return {
+        status: ResponseSpec(
+            data_container=ProblemDetails,
+            media_type=PROBLEM_MEDIA_TYPE,
+            description=descriptions[status],
+            generate_examples=False,
+        )
+        for status in statuses
+    }
+
+
+CLIENT_ERRORS = problem_responses(400, 422)
+"""The problem responses of every endpoint that takes input."""

@@ -291,9 +291,14 @@ class CatalogService:
         return self._degraded
 
     async def health(self) -> CacheHealth:
-        """Cache backend and whether it is degraded; pings Redis when degraded."""
-        if self._degraded and await self._store.ping():
+        """Cache backend and whether it is degraded. Pings the store each time (a readiness
+        probe every few seconds; the Redis client's socket timeouts bound the wait), so Redis
+        being unreachable shows here even when no request has needed the cache yet."""
+        reachable = await self._store.ping()
+        if reachable and self._degraded:
             self._set_degraded(None)
+        elif not reachable and not self._degraded:
+            self._set_degraded(f"{self._backend} did not answer PING")
         return CacheHealth(
             backend=self._backend,
             degraded=self._degraded,

@@ -241,23 +241,80 @@ class EstimateRequest(_Request, frozen=True):
 
 
 class CheckTarget(_Request, frozen=True):
-    """Exactly one form: {provider, instance_type}, {gpu, gpu_count, nodes} or {instance_types}."""
+    """Where the workload must run: exactly one form.
 
-    provider: Annotated[str, Meta(min_length=1, max_length=64)] | None = None
-    instance_type: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
-    gpu: Annotated[str, Meta(min_length=1, max_length=100)] | None = None
-    gpu_count: Annotated[int, Meta(ge=1, le=100_000)] | None = None
-    nodes: Annotated[int, Meta(ge=1, le=10_000)] | None = None
+    * ``{provider, instance_type}``: that instance type in any region of that provider;
+    * ``{instance_types: [...]}``: any of those instance types on any provider (``provider``
+      may narrow it to one provider);
+    * ``{gpu, gpu_count, nodes}``: ``gpu_count`` GPUs per node on ``nodes`` nodes of a
+      reference instance (the GPU's own NVLink, InfiniBand between nodes), priced as the
+      cheapest catalog offer with that GPU and count.
+
+    ``nodes`` is the most nodes (instances) the job may use, in every form (default 1).
+    """
+
+    provider: (
+        Annotated[
+            str,
+            Meta(min_length=1, max_length=64, description="Provider id (aws, gcp, lambda...)."),
+        ]
+        | None
+    ) = None
+    instance_type: (
+        Annotated[
+            str,
+            Meta(min_length=1, max_length=200, description="Instance type of that provider."),
+        ]
+        | None
+    ) = None
+    gpu: (
+        Annotated[str, Meta(min_length=1, max_length=100, description="GPU id or alias.")] | None
+    ) = None
+    gpu_count: (
+        Annotated[int, Meta(ge=1, le=100_000, description="GPUs per node with `gpu` (default 1).")]
+        | None
+    ) = None
+    nodes: (
+        Annotated[
+            int,
+            Meta(ge=1, le=1024, description="Most nodes (instances) the job may use; default 1."),
+        ]
+        | None
+    ) = None
     instance_types: (
-        Annotated[list[Annotated[str, Meta(min_length=1, max_length=200)]], Meta(min_length=1)]
+        Annotated[
+            list[Annotated[str, Meta(min_length=1, max_length=200)]],
+            Meta(
+                min_length=1,
+                max_length=100,
+                description="Allowed instance types, on any provider (or on `provider`).",
+            ),
+        ]
         | None
     ) = None
 
 
 class CheckRequest(_Request, frozen=True):
+    """``POST /v1/check`` (and ``gpu-advisor check SPEC``): does the workload fit the target,
+    with enough headroom, within budget and deadline? On-demand prices."""
+
     model: ModelSpec
     workload: Workload
     target: CheckTarget
-    budget_usd: Annotated[float, Meta(gt=0)] | None = None
-    deadline_hours: Annotated[float, Meta(gt=0)] | None = None
-    min_headroom_fraction: Annotated[float, Meta(ge=0, lt=1)] = 0.0
+    budget_usd: (
+        Annotated[
+            float,
+            Meta(gt=0, description="Most the whole run may cost (training needs `tokens`)."),
+        ]
+        | None
+    ) = None
+    deadline_hours: (
+        Annotated[
+            float,
+            Meta(gt=0, description="Training only: hours the run may take (needs `tokens`)."),
+        ]
+        | None
+    ) = None
+    min_headroom_fraction: Annotated[
+        float, Meta(ge=0, lt=1, description="Share of each GPU's memory to keep free.")
+    ] = 0.0

@@ -19,6 +19,7 @@ from litestar.exceptions import NotAuthorizedException, NotFoundException, Permi
 from litestar.params import Parameter
 from msgspec import Struct
 
+from gpu_advisor.api.problems import problem_responses
 from gpu_advisor.catalog.service import (
     CacheHealth,
     CatalogService,
@@ -78,7 +79,12 @@ def _service(state: State) -> CatalogService:
     return service
 
 
-@get("/v1/offers", tags=["catalog"], summary="List normalised offers")
+@get(
+    "/v1/offers",
+    tags=["catalog"],
+    summary="List normalised offers",
+    responses=problem_responses(400, 422),
+)
 async def list_offers(
     state: State,
     gpu: Annotated[
@@ -178,6 +184,7 @@ def _bearer(request: Request[Any, Any, Any]) -> str:
     tags=["catalog"],
     summary="Refresh the catalog now (admin token)",
     status_code=200,
+    responses=problem_responses(400, 401, 403, 404),
 )
 async def refresh_catalog(
     request: Request[Any, Any, Any],

@@ -1,18 +1,24 @@
-"""The main job's endpoints: ``POST /v1/recommendations`` (and, with the estimator and the CI
-gate, ``/v1/estimate`` and ``/v1/check``). Handlers are thin: decode (msgspec, unknown fields
-rejected), call the :class:`~gpu_advisor.advisor.Advisor`, time the work for /metrics."""
+"""The main job's endpoints: ``POST /v1/recommendations``, ``/v1/estimate`` and the CI gate
+``/v1/check``. Handlers are thin: decode (msgspec, unknown fields rejected), call the
+:class:`~gpu_advisor.advisor.Advisor`, time the work for /metrics, answer in JSON or -- for
+``Accept: text/plain`` -- as a text table (:mod:`gpu_advisor.api.negotiation`)."""
 
 from __future__ import annotations
 
-from litestar import post
+from typing import Any
+
+from litestar import Request, Response, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK
 
 from gpu_advisor.advisor import Advisor
+from gpu_advisor.api.negotiation import TextTableOperation, negotiated
+from gpu_advisor.api.problems import problem_responses
+from gpu_advisor.core.check import CheckResponse
 from gpu_advisor.core.estimate import EstimateResponse
 from gpu_advisor.core.results import RecommendationResponse
-from gpu_advisor.core.spec import EstimateRequest, RecommendationRequest
+from gpu_advisor.core.spec import CheckRequest, EstimateRequest, RecommendationRequest
 from gpu_advisor.metrics import Metrics
 
 
@@ -21,16 +27,20 @@ from gpu_advisor.metrics import Metrics
     status_code=HTTP_200_OK,
     tags=["planning"],
     summary="Rank cloud GPU instances for a workload",
+    operation_class=TextTableOperation,
+    responses=problem_responses(400, 413, 422),
 )
 async def recommendations(
+    request: Request[Any, Any, Any],
     data: JSONBody[RecommendationRequest],
     advisor: NamedDependency[Advisor],
     metrics: NamedDependency[Metrics],
-) -> RecommendationResponse:
+) -> Response[RecommendationResponse]:
     """The feasible plans on every instance, ranked by the objective, with what each costs
     and how long it takes; every other candidate grouped by the reason it was rejected."""
     with metrics.time_compute("recommendations"):
-        return await advisor.recommend(data)
+        answer = await advisor.recommend(data)
+    return negotiated(request, answer)
 
 
 @post(
@@ -38,18 +48,47 @@ async def recommendations(
     status_code=HTTP_200_OK,
     tags=["planning"],
     summary="Memory and speed of a workload, per GPU",
+    operation_class=TextTableOperation,
+    responses=problem_responses(400, 413, 422),
 )
 async def estimate(
+    request: Request[Any, Any, Any],
     data: JSONBody[EstimateRequest],
     advisor: NamedDependency[Advisor],
     metrics: NamedDependency[Metrics],
-) -> EstimateResponse:
+) -> Response[EstimateResponse]:
     """The per-GPU memory breakdown (weights, gradients, optimizer, activations, KV cache,
     overhead). Without ``hardware``: on one GPU (or the given plan) plus the smallest feasible
     GPU count per GPU type. With ``hardware``: on that GPU x count x nodes, whether it fits,
     the plan, the speed and, for inference, the longest context and the largest concurrency."""
     with metrics.time_compute("estimate"):
-        return await advisor.estimate(data)
+        answer = await advisor.estimate(data)
+    return negotiated(request, answer)
 
 
-PLANNING_ROUTES = [recommendations, estimate]
+@post(
+    "/v1/check",
+    status_code=HTTP_200_OK,
+    tags=["planning"],
+    summary="CI gate: does a workload fit its target, within headroom, budget and deadline",
+    operation_class=TextTableOperation,
+    responses=problem_responses(400, 404, 413, 422),
+)
+async def check(
+    request: Request[Any, Any, Any],
+    data: JSONBody[CheckRequest],
+    advisor: NamedDependency[Advisor],
+    metrics: NamedDependency[Metrics],
+) -> Response[CheckResponse]:
+    """``verdict`` pass or fail on a target -- an instance type of a provider, a list of
+    allowed instance types, or GPU x count x nodes -- with one entry per check (memory,
+    topology, headroom, budget, deadline) and its numbers, the plan on the target, and on
+    ``fail`` the cheapest passing alternative in the catalog. Always 200 for a well-formed
+    request (a fail is an answer, not an error); 404 when the target's provider or instance
+    type is not in the catalog; 400/422 for a malformed request."""
+    with metrics.time_compute("check"):
+        answer = await advisor.check(data)
+    return negotiated(request, answer)
+
+
+PLANNING_ROUTES = [recommendations, estimate, check]

@@ -1,0 +1,63 @@
+"""Content negotiation for the planning answers: JSON by default, an aligned text table for
+``Accept: text/plain`` (curl-friendly; the same renderer as the CLI's ``--format table``).
+
+Handlers return :func:`negotiated`; their operation class :class:`TextTableOperation` adds
+the ``text/plain`` media type to the documented 200 answer, so the OpenAPI document lists both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from litestar import Request, Response
+from litestar.enums import MediaType
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
+from litestar.openapi.spec.operation import Operation
+
+from gpu_advisor.render.report import Response as Answer
+from gpu_advisor.render.report import report_for
+from gpu_advisor.render.text import render_text
+
+T = TypeVar("T", bound=Answer)
+
+OFFERED: Final = [MediaType.JSON.value, MediaType.TEXT.value]
+"""Media types the planning endpoints answer in, the default first."""
+VARY: Final = {"Vary": "Accept"}
+
+
+def wants_text(request: Request[Any, Any, Any]) -> bool:
+    """True when the client prefers ``text/plain`` over JSON (q-values and wildcards as in
+    RFC 9110 section 12.5.1; no or unmatched ``Accept``: JSON)."""
+    if not request.headers.get("accept"):
+        return False
+    return request.accept.best_match(OFFERED, default=OFFERED[0]) == MediaType.TEXT.value
+
+
+def negotiated(request: Request[Any, Any, Any], answer: T) -> Response[T]:
+    """``answer`` as JSON, or as the text table when the client asks for ``text/plain``."""
+    if wants_text(request):
+        text: Response[Any] = Response(
+            render_text(report_for(answer)),
+            media_type=MediaType.TEXT,
+            headers=VARY,
+        )
+        return text
+    return Response(answer, headers=VARY)
+
+
+@dataclass
+class TextTableOperation(Operation):
+    """An operation whose 200 answer is also offered as ``text/plain``."""
+
+    def __post_init__(self) -> None:
+        ok = (self.responses or {}).get("200")
+        if isinstance(ok, OpenAPIResponse) and ok.content is not None:
+            ok.content[MediaType.TEXT.value] = OpenAPIMediaType(
+                schema=Schema(
+                    type=OpenAPIType.STRING,
+                    description=(
+                        "The same answer as an aligned text table (send Accept: text/plain)."
+                    ),
+                )
+            )
