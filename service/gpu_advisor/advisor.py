@@ -193,7 +193,13 @@ class Advisor:
         snapshot, index = await self._planner_index()
         target = resolve_target(request.target, snapshot.offers, self.gpus)
         outcome = evaluate_check(
-            arch, request, target, index, self.gpus.by_id, self.providers, estimate_memory
+            arch,
+            request,
+            target,
+            index,
+            self.gpus.by_id,
+            self.providers,
+            WorkloadEstimator(arch, request.workload),
         )
         return CheckResponse(
             verdict=outcome.verdict,
