@@ -78,7 +78,8 @@ class RecommendationIndex:
         spot_price_per_hour_usd: spot instance price, NaN where none.
         vcpus_per_gpu: host vCPUs per GPU.
         name_rank: position of (provider, instance_type, region, zone) in sorted order: the
-            final, deterministic tie-break; ``by_name`` lists offer positions in that order.
+            final, deterministic tie-break; ``by_name`` lists offer positions in that order,
+            ``gpu_code_by_name`` / ``group_by_name`` their GPU codes and planning groups.
         choice_code: each offer's (provider, instance_type) as a small int: offers with the
             same code are the same choice in different regions or zones.
         class_of: each offer's pricing class -- offers with the same group, provider and billing
@@ -96,7 +97,9 @@ class RecommendationIndex:
         "class_of",
         "class_provider",
         "gpu_code",
+        "gpu_code_by_name",
         "gpus",
+        "group_by_name",
         "group_of",
         "groups",
         "name_rank",
@@ -171,6 +174,8 @@ class RecommendationIndex:
         rank[by_name] = np.arange(n, dtype=np.int64)
         self.name_rank = _frozen(rank)
         self.by_name = _frozen(by_name)
+        self.gpu_code_by_name = _frozen(self.gpu_code[by_name])
+        self.group_by_name = _frozen(self.group_of[by_name])
         _, choices = _codes([f"{o.provider}\0{o.instance_type}" for o in self.offers])
         self.choice_code = _frozen(choices.astype(np.int64))
 

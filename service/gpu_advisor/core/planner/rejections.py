@@ -42,8 +42,8 @@ def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
     first within each (:func:`~gpu_advisor.core.planner.explain.rejection_order`). A group's
     data and sentence describe its nearest miss -- the instance shape that came closest (the
     smallest memory shortfall, the fewest nodes or GPUs needed, the least price, time or cost)
-    -- and the examples start with offers of that shape, then the others, each in name order
-    (provider, instance type, region).
+    -- and the examples start with the first offer of that shape (name order: provider,
+    instance type, region), then the group's first others by name.
     """
     index = ev.index
     codes = outcome.final_code
@@ -53,12 +53,13 @@ def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
     if rejected.size == 0:
         return []
     n_gpus = max(len(index.gpus), 1)
-    combined = named[mask] * n_gpus + index.gpu_code[rejected]
+    combined = named[mask] * n_gpus + index.gpu_code_by_name[mask]
     # A stable sort keeps name order inside each (code, GPU) group; small integer keys sort
     # in linear time (radix) when they fit 16 bits.
     small = combined.astype(np.uint16) if combined.max() < 2**16 else combined
     order = np.argsort(small, kind="stable")
     rejected = rejected[order]
+    group_of = index.group_by_name[mask][order]
     counts_all = np.bincount(combined, minlength=(len(REJECTION_CODES) + 1) * n_gpus)
     keys = np.flatnonzero(counts_all)
     counts = counts_all[keys]
@@ -66,18 +67,30 @@ def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
     primary = ev.markets()[0]
     market = outcome.results.get(primary)
     structural = _structural_reasons(ev)
+    # each (code, GPU) group's first member (name order) in each planning group: scattered
+    # back to front, so the first of repeated cells is written last and stays (NumPy assigns
+    # repeated indices in order)
+    n_groups = len(index.groups)
+    block = np.repeat(np.arange(keys.size), counts)
+    firsts = np.full(keys.size * n_groups, rejected.size)
+    cells = block * n_groups + group_of
+    firsts[cells[::-1]] = (np.arange(rejected.size) - starts[block])[::-1]
+    first = firsts.reshape(keys.size, n_groups)
     groups: list[RejectedGroup] = []
-    for key, start, count in zip(keys.tolist(), starts.tolist(), counts.tolist(), strict=True):
+    for b, (key, start, count) in enumerate(
+        zip(keys.tolist(), starts.tolist(), counts.tolist(), strict=True)
+    ):
         code = REJECTION_CODES[key // n_gpus - 1]
         gpu = index.gpus[key % n_gpus]
         members = rejected[start : start + count]
         if code in _STRUCTURAL:
-            data, nearest = _structural_data(ev, structural.get((code, gpu), {}), members, gpu)
+            data, lead = _structural_data(ev, structural.get((code, gpu), {}), first[b], count, gpu)
         else:
-            data, nearest = _rejection_data(ev, outcome, market, code, gpu, members)
-        shown = members[nearest][:EXAMPLES_PER_GROUP].tolist()
-        if len(shown) < EXAMPLES_PER_GROUP:
-            shown += members[~nearest][: EXAMPLES_PER_GROUP - len(shown)].tolist()
+            data, lead = _rejection_data(ev, outcome, market, code, gpu, members)
+        order_shown = [i for i in range(min(count, EXAMPLES_PER_GROUP + 1)) if i != lead]
+        if lead is not None:
+            order_shown.insert(0, lead)
+        shown = members[order_shown[:EXAMPLES_PER_GROUP]].tolist()
         groups.append(
             RejectedGroup(
                 code=code,
@@ -95,22 +108,21 @@ def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
 def _structural_data(
     ev: Evaluation,
     reasons: dict[int, Reason],
-    members: NDArray[np.intp],
+    first: NDArray[np.intp],
+    count: int,
     gpu: str,
-) -> tuple[dict[str, Any], NDArray[np.bool_]]:
-    """The nearest miss among the planning groups of ``members`` (the offers of one rejected
-    group, in name order): its reason's data with the instance's GPU count, and which members
-    share its planning group. Ties go to the group whose first offer comes first by name."""
-    group_of = ev.index.group_of[members]
-    first = np.full(len(ev.index.groups), members.size)
-    np.minimum.at(first, group_of, np.arange(members.size))  # each group's first member
-    present = [(g, reason) for g, reason in reasons.items() if first[g] < members.size]
+) -> tuple[dict[str, Any], int | None]:
+    """The nearest miss among the planning groups of one rejected group's ``count`` members
+    (``first``: each planning group's first member in name order, ``count`` when it has
+    none): its reason's data with the instance's GPU count, and that group's first member.
+    Ties go to the group whose first offer comes first by name."""
+    present = [(g, reason) for g, reason in reasons.items() if first[g] < count]
     if not present:
-        return {"gpu": gpu}, np.zeros(members.size, dtype=bool)
+        return {"gpu": gpu}, None
     best, reason = min(present, key=lambda item: (_nearest(item[1]), int(first[item[0]])))
     data = dict(reason.data)
     data.setdefault("gpu_count", ev.index.groups[best].gpu_count)
-    return data, group_of == best
+    return data, int(first[best])
 
 
 def _least(
@@ -160,11 +172,11 @@ def _rejection_data(
     code: str,
     gpu: str,
     members: NDArray[np.intp],
-) -> tuple[dict[str, Any], NDArray[np.bool_]]:
-    """Data of a filter or numeric-limit group, and its nearest miss among ``members`` (the
-    offer with the least price, time or cost; none for filters)."""
+) -> tuple[dict[str, Any], int | None]:
+    """Data of a filter or numeric-limit group, and the position in ``members`` of its
+    nearest miss (the offer with the least price, time or cost; none for filters)."""
     index, constraints = ev.index, ev.request.constraints
-    nearest = np.zeros(members.size, dtype=bool)
+    nearest: int | None = None
     data: dict[str, Any] = {"gpu": gpu}
     match code:
         case "provider_excluded":
@@ -175,13 +187,12 @@ def _rejection_data(
             data["region"] = _names([index.regions[c] for c in codes.tolist()])
         case "over_max_price" | "past_deadline" | "over_budget" if market is not None:
             column, field, limit = _LIMIT_OF[code]
-            value, at = _least(market, column, outcome, members)
-            nearest[at] = True
+            value, nearest = _least(market, column, outcome, members)
             data.update(
                 {
                     field: value,
                     limit: getattr(constraints, limit),
-                    "gpu_count": index.offers[int(members[at])].gpu_count,
+                    "gpu_count": index.offers[int(members[nearest])].gpu_count,
                 }
             )
         case _:
