@@ -59,38 +59,26 @@ def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
     small = combined.astype(np.uint16) if combined.max() < 2**16 else combined
     order = np.argsort(small, kind="stable")
     rejected = rejected[order]
-    group_of = index.group_by_name[mask][order]
     counts_all = np.bincount(combined, minlength=(len(REJECTION_CODES) + 1) * n_gpus)
     keys = np.flatnonzero(counts_all)
     counts = counts_all[keys]
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     primary = ev.markets()[0]
     market = outcome.results.get(primary)
-    structural = _structural_reasons(ev)
-    # each (code, GPU) group's first member (name order) in each planning group: scattered
-    # back to front, so the first of repeated cells is written last and stays (NumPy assigns
-    # repeated indices in order)
-    n_groups = len(index.groups)
-    block = np.repeat(np.arange(keys.size), counts)
-    firsts = np.full(keys.size * n_groups, rejected.size)
-    cells = block * n_groups + group_of
-    firsts[cells[::-1]] = (np.arange(rejected.size) - starts[block])[::-1]
-    first = firsts.reshape(keys.size, n_groups)
+    structural, first = _structural_reasons(ev, named)
     groups: list[RejectedGroup] = []
-    for b, (key, start, count) in enumerate(
-        zip(keys.tolist(), starts.tolist(), counts.tolist(), strict=True)
-    ):
+    for key, start, count in zip(keys.tolist(), starts.tolist(), counts.tolist(), strict=True):
         code = REJECTION_CODES[key // n_gpus - 1]
         gpu = index.gpus[key % n_gpus]
         members = rejected[start : start + count]
+        lead: int | None = None
         if code in _STRUCTURAL:
-            data, lead = _structural_data(ev, structural.get((code, gpu), {}), first[b], count, gpu)
+            data, lead = _structural_data(ev, structural.get((code, gpu), {}), first, gpu)
         else:
-            data, lead = _rejection_data(ev, outcome, market, code, gpu, members)
-        order_shown = [i for i in range(min(count, EXAMPLES_PER_GROUP + 1)) if i != lead]
-        if lead is not None:
-            order_shown.insert(0, lead)
-        shown = members[order_shown[:EXAMPLES_PER_GROUP]].tolist()
+            data, at = _rejection_data(ev, outcome, market, code, gpu, members)
+            lead = None if at is None else int(members[at])
+        shown = [] if lead is None else [lead]
+        shown += [m for m in members[: EXAMPLES_PER_GROUP + 1].tolist() if m != lead]
         groups.append(
             RejectedGroup(
                 code=code,
@@ -98,7 +86,7 @@ def group_rejections(ev: Evaluation, outcome: Outcome) -> list[RejectedGroup]:
                 count=count,
                 text=render(Reason(code=code, data=data)),
                 data=data,
-                examples=[describe(index.offers[i]) for i in shown],
+                examples=[describe(index.offers[i]) for i in shown[:EXAMPLES_PER_GROUP]],
             )
         )
     groups.sort(key=lambda g: rejection_order(g.code, g.count, g.gpu))
@@ -109,20 +97,20 @@ def _structural_data(
     ev: Evaluation,
     reasons: dict[int, Reason],
     first: NDArray[np.intp],
-    count: int,
     gpu: str,
 ) -> tuple[dict[str, Any], int | None]:
-    """The nearest miss among the planning groups of one rejected group's ``count`` members
-    (``first``: each planning group's first member in name order, ``count`` when it has
-    none): its reason's data with the instance's GPU count, and that group's first member.
-    Ties go to the group whose first offer comes first by name."""
-    present = [(g, reason) for g, reason in reasons.items() if first[g] < count]
+    """The nearest miss among the planning groups rejected for one (code, GPU): its reason's
+    data with the instance's GPU count, and its first offer by name (the offer id). Only
+    groups with an offer rejected for their own reason count (``first`` is -1 for the others:
+    all their offers were filtered out). Ties go to the group whose first offer comes first by
+    name."""
+    present = [(g, reason) for g, reason in reasons.items() if first[g] >= 0]
     if not present:
         return {"gpu": gpu}, None
     best, reason = min(present, key=lambda item: (_nearest(item[1]), int(first[item[0]])))
     data = dict(reason.data)
     data.setdefault("gpu_count", ev.index.groups[best].gpu_count)
-    return data, int(first[best])
+    return data, int(ev.index.by_name[first[best]])
 
 
 def _least(
@@ -141,13 +129,27 @@ def _names(names: list[str], shown: int = 5) -> str:
     return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
-def _structural_reasons(ev: Evaluation) -> dict[tuple[str, str], dict[int, Reason]]:
-    """Group-level rejections of the planned groups, by (code, GPU), then planning group."""
+def _structural_reasons(
+    ev: Evaluation, named: NDArray[np.intp]
+) -> tuple[dict[tuple[str, str], dict[int, Reason]], NDArray[np.intp]]:
+    """Group-level rejections of the planned groups, by (code, GPU), then planning group; and
+    per planning group the name position of its first offer rejected for that reason (-1
+    when none is: its offers were all filtered out or priced). ``named``: each offer's final
+    code, in name order."""
+    index = ev.index
     found: dict[tuple[str, str], dict[int, Reason]] = {}
-    for g, (key, verdict) in enumerate(zip(ev.index.groups, ev.verdicts, strict=True)):
+    own = np.zeros(len(index.groups), dtype=np.intp)
+    for g, (key, verdict) in enumerate(zip(index.groups, ev.verdicts, strict=True)):
         if verdict is not None and verdict.rejection is not None:
             found.setdefault((verdict.rejection.code, key.gpu), {})[g] = verdict.rejection
-    return found
+            own[g] = CODE_OF[verdict.rejection.code]
+    groups = index.group_by_name
+    hits = np.flatnonzero((named > 0) & (named == own[groups]))
+    first = np.full(len(index.groups), -1, dtype=np.intp)
+    # scattered back to front: a repeated group keeps the value written last, its first hit
+    # (NumPy assigns repeated indices in order)
+    first[groups[hits][::-1]] = hits[::-1]
+    return found, first
 
 
 def _nearest(reason: Reason) -> float:
