@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpu_advisor.catalog.gpu_table import load_gpu_catalog
 from gpu_advisor.core.planner.hardware import compute_path, links, nvlink_domain_size
 
 from .fixtures import GPUS
@@ -29,6 +30,16 @@ def test_compute_paths(gpu: str, dtype: str, path: str, tflops: float, emulated:
 
 def test_bf16_has_no_path_before_ampere() -> None:
     assert compute_path(GPUS["T4-16GB"], "bf16") is None
+
+
+def test_bf16_runs_at_the_fp16_rate_where_an_ampere_datasheet_prints_only_fp16() -> None:
+    # NVIDIA A16 datasheet, per board of four GPUs: FP16 tensor 4 x 17.9 TFLOPS dense, no BF16
+    # line; compute capability 8.6 (Ampere), whose tensor cores run BF16 at the FP16 rate.
+    a16 = load_gpu_catalog().by_id["A16-16GB"]
+    assert a16.bf16_dense_tflops is None
+    found = compute_path(a16, "bf16")
+    assert found is not None
+    assert (found.path, found.tflops, found.emulated) == ("bf16", 17.9, False)
 
 
 @pytest.mark.parametrize(

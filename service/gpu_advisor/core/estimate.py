@@ -61,6 +61,10 @@ REFERENCE_PROVIDER = ProviderInfo(
 REFERENCE_NETWORK = Network(fabric="infiniband", gbit_per_s=3200.0)
 """8 x 400 Gbit/s ConnectX-7 per node: NVIDIA DGX H100 user guide, "Network ports"."""
 REFERENCE_GPUS_PER_NODE = (1, 2, 4, 8)
+REFERENCE_PRICE_REASONS = frozenset(
+    {"billing", "per_million_tokens", "checkpoint_storage", "spot_risk", "spot_rate_unknown"}
+)
+"""Rationale codes about money, meaningless on reference offers (dropped from ``notes``)."""
 MIN_GPUS_MAX_NODES = 64
 """Largest cluster ``min_gpus`` searches: 64 nodes of 8 GPUs (512 GPUs)."""
 
@@ -302,7 +306,9 @@ def estimate(
         if result.recommendations:
             best = result.recommendations[0]
             plan, memory, performance = best.plan, best.memory_per_gpu, best.performance
-            notes = [r for r in best.rationale if r.code != "summary"]
+            # The reference offers' $1 per GPU-hour is no real price: keep only the reasons
+            # about the plan, the memory and the speed.
+            notes = [r for r in best.rationale if r.code not in REFERENCE_PRICE_REASONS]
         else:
             # Nothing fits: report the most sharded single plan the hardware allows, with the
             # planner's reason.

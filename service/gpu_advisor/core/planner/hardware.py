@@ -89,10 +89,35 @@ class ComputePath(Struct, frozen=True, kw_only=True):
     emulated: bool
 
 
+BF16_AT_FP16_RATE_FROM_CC = (8, 0)
+"""From Ampere on, NVIDIA tensor cores run BF16 at the FP16 rate (NVIDIA A100 Tensor Core GPU
+Architecture whitepaper, "BF16 ... at the same rate as FP16"; the A100, A10, L4, L40S and H100
+datasheets print equal BF16 and FP16 figures). Some datasheets (A16) print only FP16."""
+
+
+def _compute_capability(gpu: GpuSpec) -> tuple[int, int] | None:
+    if gpu.vendor != "nvidia" or not gpu.compute_capability:
+        return None
+    major, _, minor = gpu.compute_capability.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        return None
+    return int(major), int(minor)
+
+
 def path_rate_tflops(gpu: GpuSpec, path: HardwarePath) -> float | None:
-    """Dense peak rate of ``path`` on ``gpu`` (None = no hardware path or not published)."""
+    """Dense peak rate of ``path`` on ``gpu`` (None = no hardware path or not published).
+
+    An NVIDIA GPU of compute capability 8.0 or later whose row gives FP16 but no BF16 rate runs
+    BF16 at the FP16 rate (:data:`BF16_AT_FP16_RATE_FROM_CC`).
+    """
     value = getattr(gpu, _RATE_FIELD[path])
-    return float(value) if value else None
+    if value:
+        return float(value)
+    if path == "bf16" and gpu.fp16_dense_tflops:
+        capability = _compute_capability(gpu)
+        if capability is not None and capability >= BF16_AT_FP16_RATE_FROM_CC:
+            return float(gpu.fp16_dense_tflops)
+    return None
 
 
 def compute_path(gpu: GpuSpec, dtype: str) -> ComputePath | None:
