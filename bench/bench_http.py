@@ -8,15 +8,19 @@ The catalog is every source configured from the vendored data -- ``bundled``, ``
 ``--offers`` rows drawn, seeded, from the bundled snapshot (``bench_recommend.py``'s
 generator, each row in its own region so none collapses into another): about 55,000 offers.
 
-1. In process: the service's own :class:`~gpu_advisor.advisor.Advisor` over that catalog
-   answers the five requests of ``bench_recommend.py`` in turn (JSON body decoded, response
-   encoded, as the HTTP handler does): median time per request and requests per second.
+1. In process: the service's own :class:`~gpu_advisor.advisor.Advisor` over that catalog, its
+   answer cache off, answers the five requests of ``bench_recommend.py`` in turn (JSON body
+   decoded, response encoded, as the HTTP handler does): median time per request and
+   requests per second.
 2. Over HTTP: ``gpu-advisor serve`` (granian, one worker, the production settings otherwise,
    but the per-client rate limit off: the load comes from one address) as a subprocess with
    the same catalog; ``wrk`` (Debian package ``wrk``) loads ``GET
    /healthz`` and then ``POST /v1/recommendations`` (a Lua script rotates the five bodies)
    with ``--connections`` connections for ``--duration`` seconds each, after a warm-up.
    Prints requests per second, the p50/p99 latency and the ratio recommendations : healthz.
+   Twice: with the answer cache off (``GPU_ADVISOR_ANSWER_CACHE_ENTRIES=0``: every request is
+   planned) and on (the default: the five bodies repeat, so after the first round every
+   request is answered from memory -- the case of CI pipelines re-checking a committed spec).
 3. The same with the planner offloaded to a worker thread (``bench/http_offload_app.py``),
    and, for both servers, a mixed run: the recommendations load plus one connection polling
    ``/healthz`` -- how long a liveness probe waits while planner work holds the event loop.
@@ -143,13 +147,16 @@ class InProcess:
     requests_per_second: float
 
 
-async def in_process(env: dict[str, str], payloads: list[bytes], duration: float) -> InProcess:
-    """The service's Advisor over the configured catalog: decode, answer, encode."""
+async def in_process(
+    env: dict[str, str], payloads: list[bytes], duration: float, *, answer_cache_entries: int = 0
+) -> InProcess:
+    """The service's Advisor over the configured catalog: decode, answer, encode (every request
+    planned: the answer cache is off unless ``answer_cache_entries`` says otherwise)."""
     catalog = CatalogService(Settings.from_env(env).catalog_config())
     await catalog.start()
     try:
         await catalog.refresh()
-        advisor = Advisor(catalog)
+        advisor = Advisor(catalog, answer_cache_entries=answer_cache_entries)
         decoder = msgspec.json.Decoder(RecommendationRequest)
         encoder = msgspec.json.Encoder()
 
@@ -383,11 +390,13 @@ def main(
             print(f"  {median:7.2f} ms  {name}")
         print(f"  {local.requests_per_second:,.1f} requests/s in turn (one core)")
         script = lua_script(directory, payloads)
-        for label, factory in (
-            ("gpu-advisor serve (planner on the event loop)", None),
-            ("planner offloaded to a thread", "http_offload_app:create"),
+        cache_off = {"GPU_ADVISOR_ANSWER_CACHE_ENTRIES": "0"}
+        for label, factory, extra in (
+            ("gpu-advisor serve, answer cache off (every request planned)", None, cache_off),
+            ("gpu-advisor serve, answer cache on (the five bodies repeat)", None, {}),
+            ("planner offloaded to a thread, no answer cache", "http_offload_app:create", {}),
         ):
-            served = over_http(env, factory, script, connections, duration, warmup)
+            served = over_http({**env, **extra}, factory, script, connections, duration, warmup)
             ratio = served.recommendations.requests_per_second / (
                 served.healthz.requests_per_second
             )

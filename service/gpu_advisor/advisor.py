@@ -8,7 +8,9 @@ adapter with a cache) to the pure core: resolve the model, resolve GPU names, ra
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 
@@ -99,17 +101,54 @@ def resolve_gpu_names(gpus: GpuCatalog, names: list[str] | None, field: str) -> 
     return [resolve_gpu_name(gpus, name, f"{field}.{i}").id for i, name in enumerate(names)]
 
 
+ANSWER_CACHE_ENTRIES = 256
+"""Answers kept per process (a few MB: an answer is tens of KB)."""
+
+
+class AnswerCache:
+    """The last answers of the pure core, keyed by what determines them.
+
+    The core is deterministic: the same request against the same catalog version (content
+    hash) gives the same answer, so a repeated request -- a CI pipeline re-checking the spec it
+    committed, a dashboard polling -- is answered without planning again. Keys are the request's
+    canonical JSON bytes plus the catalog version; a new catalog version misses by construction.
+    Least recently used entries are dropped first.
+    """
+
+    def __init__(self, max_entries: int = ANSWER_CACHE_ENTRIES) -> None:
+        self._max = max_entries
+        self._entries: OrderedDict[tuple[str, str, bytes], Any] = OrderedDict()
+
+    def get(self, key: tuple[str, str, bytes]) -> Any | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[str, str, bytes], value: Any) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+
 class Advisor:
     """Answers recommendation requests against the live catalog.
 
     Args:
         catalog: the pricing catalog service (started and closed by the app's lifespan).
         providers: billing and spot facts per provider (default: the catalog's).
+        answer_cache_entries: answers kept per process (0 switches the cache off).
     """
 
     def __init__(
-        self, catalog: CatalogService, providers: Mapping[str, ProviderInfo] | None = None
+        self,
+        catalog: CatalogService,
+        providers: Mapping[str, ProviderInfo] | None = None,
+        *,
+        answer_cache_entries: int = ANSWER_CACHE_ENTRIES,
     ) -> None:
+        self._answers = AnswerCache(answer_cache_entries) if answer_cache_entries > 0 else None
         self.catalog = catalog
         self.gpus = catalog.gpus
         self.providers = dict(providers) if providers is not None else dict(catalog.providers)
@@ -131,6 +170,17 @@ class Advisor:
                 self._index = cached
         return snapshot, cached[1]
 
+    def _catalog_block(self, snapshot: CatalogSnapshot) -> CatalogInfo:
+        # Freshness and the degraded flag are live: never served from the answer cache.
+        return catalog_info(snapshot, degraded=self.catalog.cache_degraded)
+
+    def _remembered(self, key: tuple[str, str, bytes]) -> Any | None:
+        return self._answers.get(key) if self._answers is not None else None
+
+    def _remember(self, key: tuple[str, str, bytes], answer: Any) -> None:
+        if self._answers is not None:
+            self._answers.put(key, answer)
+
     def _canonical_constraints(self, constraints: Constraints) -> Constraints:
         gpu_types = resolve_gpu_names(self.gpus, constraints.gpu_types, "constraints.gpu_types")
         if gpu_types == constraints.gpu_types:
@@ -143,11 +193,15 @@ class Advisor:
         Raises:
             InvalidSpecError: the model, workload or constraints cannot be answered (422).
         """
+        snapshot, index = await self._planner_index()
+        key = ("recommend", snapshot.version, msgspec.json.encode(request))
+        cached: RecommendationResponse | None = self._remembered(key)
+        if cached is not None:
+            return msgspec.structs.replace(cached, catalog=self._catalog_block(snapshot))
         arch = resolve_model(request.model)
         constraints = self._canonical_constraints(request.constraints)
         if constraints is not request.constraints:
             request = msgspec.structs.replace(request, constraints=constraints)
-        snapshot, index = await self._planner_index()
         result = recommend(
             arch,
             request,
@@ -157,16 +211,18 @@ class Advisor:
             WorkloadEstimator(arch, request.workload),
             capacity_rule=MEMORY_CAPACITY_RULE,
         )
-        return RecommendationResponse(
+        answer = RecommendationResponse(
             model=model_summary(arch),
             objective=result.objective,
             recommendations=result.recommendations,
             rejected=result.rejected,
             pareto=result.pareto,
-            catalog=catalog_info(snapshot, degraded=self.catalog.cache_degraded),
+            catalog=self._catalog_block(snapshot),
             suggestions=result.suggestions,
             candidates_considered=result.candidates_considered,
         )
+        self._remember(key, answer)
+        return answer
 
     async def estimate(self, request: EstimateRequest) -> EstimateResponse:
         """POST /v1/estimate: the per-GPU breakdown, fit, speed and GPU counts of a workload.
@@ -174,13 +230,20 @@ class Advisor:
         Raises:
             InvalidSpecError: the model, workload, hardware or plan cannot be answered (422).
         """
+        # An estimate depends on the request and the GPU table only, not on prices.
+        key = ("estimate", "", msgspec.json.encode(request))
+        cached: EstimateResponse | None = self._remembered(key)
+        if cached is not None:
+            return cached
         arch = resolve_model(request.model)
         gpu = (
             resolve_gpu_name(self.gpus, request.hardware.gpu, "hardware.gpu")
             if request.hardware is not None
             else None
         )
-        return estimate(arch, request, self.gpus, gpu, model_summary(arch))
+        answer = estimate(arch, request, self.gpus, gpu, model_summary(arch))
+        self._remember(key, answer)
+        return answer
 
     async def check(self, request: CheckRequest) -> CheckResponse:
         """POST /v1/check: pass or fail of a workload on a target, check by check.
@@ -189,8 +252,12 @@ class Advisor:
             InvalidSpecError: the model, workload or target cannot be answered (422).
             NotFoundError: the target's provider or instance type is not in the catalog (404).
         """
-        arch = resolve_model(request.model)
         snapshot, index = await self._planner_index()
+        key = ("check", snapshot.version, msgspec.json.encode(request))
+        cached: CheckResponse | None = self._remembered(key)
+        if cached is not None:
+            return msgspec.structs.replace(cached, catalog=self._catalog_block(snapshot))
+        arch = resolve_model(request.model)
         target = resolve_target(request.target, snapshot.offers, self.gpus)
         outcome = evaluate_check(
             arch,
@@ -201,13 +268,15 @@ class Advisor:
             self.providers,
             WorkloadEstimator(arch, request.workload),
         )
-        return CheckResponse(
+        answer = CheckResponse(
             verdict=outcome.verdict,
             model=model_summary(arch),
             target=outcome.target,
             checks=outcome.checks,
             estimate=outcome.estimate,
-            catalog=catalog_info(snapshot, degraded=self.catalog.cache_degraded),
+            catalog=self._catalog_block(snapshot),
             alternative=outcome.alternative,
             suggestions=outcome.suggestions,
         )
+        self._remember(key, answer)
+        return answer

@@ -71,6 +71,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     admin_token: str | None = None
     max_request_body_bytes: Annotated[int, Meta(ge=1024, le=100 * 2**20)] = 2**20
     rate_limit_per_minute: Annotated[int, Meta(ge=0, le=1_000_000)] = 600
+    answer_cache_entries: Annotated[int, Meta(ge=0, le=100_000)] = 256
     cors_allow_origins: tuple[str, ...] = ()
     forwarded_allow_ips: str = "127.0.0.1"
     shutdown_timeout_seconds: Annotated[int, Meta(ge=1, le=600)] = 20
@@ -216,6 +217,10 @@ VARIABLES: Final[tuple[Variable, ...]] = (
     ),
     _var("max_request_body_bytes", "Largest accepted request body in bytes (1024-104857600)."),
     _var("rate_limit_per_minute", "Requests per client address per minute; 0 switches it off."),
+    _var(
+        "answer_cache_entries",
+        "Answers kept per process for repeated requests (same body, same catalog); 0: off.",
+    ),
     _var(
         "cors_allow_origins",
         "Origins allowed by CORS, comma-separated ('*' for any). Unset: CORS off.",

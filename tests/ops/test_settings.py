@@ -39,6 +39,7 @@ def test_every_variable_is_read() -> None:
         "GPU_ADVISOR_ADMIN_TOKEN": TOKEN,
         "GPU_ADVISOR_MAX_REQUEST_BODY_BYTES": "4096",
         "GPU_ADVISOR_RATE_LIMIT_PER_MINUTE": "0",
+        "GPU_ADVISOR_ANSWER_CACHE_ENTRIES": "0",
         "GPU_ADVISOR_CORS_ALLOW_ORIGINS": "https://a.example,http://localhost:3000",
         "GPU_ADVISOR_FORWARDED_ALLOW_IPS": "10.0.0.0/8",
         "GPU_ADVISOR_SHUTDOWN_TIMEOUT_SECONDS": "25",
@@ -58,6 +59,7 @@ def test_every_variable_is_read() -> None:
     assert s.admin_token == TOKEN
     assert s.max_request_body_bytes == 4096
     assert s.rate_limit_per_minute == 0
+    assert s.answer_cache_entries == 0
     assert s.cors_allow_origins == ("https://a.example", "http://localhost:3000")
     assert s.forwarded_allow_ips == "10.0.0.0/8"
     assert s.shutdown_timeout_seconds == 25
@@ -92,6 +94,7 @@ def test_empty_values_take_the_default() -> None:
         ("GPU_ADVISOR_ADMIN_TOKEN", "short"),
         ("GPU_ADVISOR_MAX_REQUEST_BODY_BYTES", "10"),
         ("GPU_ADVISOR_RATE_LIMIT_PER_MINUTE", "-5"),
+        ("GPU_ADVISOR_ANSWER_CACHE_ENTRIES", "-1"),
         ("GPU_ADVISOR_CORS_ALLOW_ORIGINS", "example.com"),
         ("GPU_ADVISOR_SHUTDOWN_TIMEOUT_SECONDS", "0"),
         ("GPU_ADVISOR_HOST", "local host"),
