@@ -5,9 +5,18 @@ from __future__ import annotations
 import pytest
 
 from gpu_advisor.catalog.gpu_table import load_gpu_catalog
-from gpu_advisor.core.planner.hardware import compute_path, links, nvlink_domain_size
+from gpu_advisor.core.memory import WorkloadEstimator
+from gpu_advisor.core.models.resolve import resolve_model
+from gpu_advisor.core.planner import MEMORY_CAPACITY_RULE, recommend
+from gpu_advisor.core.planner.hardware import (
+    compute_path,
+    links,
+    max_gpus_per_node,
+    nvlink_domain_size,
+)
+from gpu_advisor.core.spec import InferenceWorkload, ModelSpec
 
-from .fixtures import GPUS
+from .fixtures import GPUS, make_arch, make_offer, make_request, toy_estimate
 
 
 @pytest.mark.parametrize(
@@ -70,3 +79,135 @@ def test_links_inside_a_pcie_node() -> None:
     assert (found.tp_medium, found.dp_medium) == ("pcie", "pcie")
     assert found.dp_bytes_per_s == pytest.approx(31.5e9)  # PCIe 4.0 x16 per direction
     assert links(GPUS["H100-SXM-80GB"], 1, 8, 1, None).dp_bytes_per_s == pytest.approx(63e9)
+
+
+# --- scale-up domains and GPUs per node (QA finding 6) ---------------------------------------
+
+CATALOG = load_gpu_catalog()
+
+
+@pytest.mark.parametrize(
+    ("gpu", "interconnect", "count", "domain"),
+    [
+        # an HGX/DGX H100 board joins 8 GPUs through NVSwitch: 16 H100 are two domains
+        ("H100-SXM-80GB", "nvswitch", 16, 8),
+        ("H100-SXM-80GB", "nvlink", 16, 8),
+        ("H100-SXM-80GB", "nvswitch", 6, 6),
+        # HGX A100 16-GPU (two baseboards over NVSwitch, GCP a2-megagpu-16g): one domain
+        ("A100-SXM-40GB", "nvswitch", 16, 16),
+        # GB200 NVL72: 72 GPUs in one NVLink domain
+        ("GB200-186GB", "nvswitch", 72, 72),
+        # MI300X platform: 8 OAMs over Infinity Fabric; Gaudi 2: 8 over on-chip RoCE
+        ("MI300X-192GB", "infinity-fabric", 8, 8),
+        ("GAUDI2-96GB", "roce", 8, 8),
+    ],
+)
+def test_domains_never_exceed_the_gpus_own_scale_up_domain(
+    gpu: str, interconnect: str, count: int, domain: int
+) -> None:
+    spec = CATALOG.by_id[gpu]
+    assert nvlink_domain_size(interconnect, spec, count) == domain  # type: ignore[arg-type]
+
+
+def test_gpus_per_node_cap() -> None:
+    # 16 for the HGX-2 / DGX-2 class; a GB200 NVL72 rack holds 72 in one NVLink domain
+    assert max_gpus_per_node(CATALOG.by_id["H100-SXM-80GB"]) == 16
+    assert max_gpus_per_node(CATALOG.by_id["L40S-48GB"]) == 16
+    assert max_gpus_per_node(CATALOG.by_id["GB200-186GB"]) == 72
+
+
+def test_sixteen_h100_in_one_node_keep_tp_inside_the_8_gpu_domain() -> None:
+    # Llama-3.1-405B serving: bf16 weights alone are 2 x 405.9e9 B = 811.7e9 B; 8 x 79.6 GiB
+    # = 684 GiB (734.6e9 B) cannot hold them, so a replica needs all 16 GPUs: TP stays at 8
+    # (the NVLink domain) and PP=2 carries the rest, never TP=16.
+    arch = resolve_model(ModelSpec(preset="meta-llama/Llama-3.1-405B"))
+    workload = InferenceWorkload(concurrency=1, context_length=4096)
+    offer = make_offer("H100-SXM-80GB", 16, interconnect="nvswitch")
+    result = recommend(
+        arch,
+        make_request(workload),
+        [offer],
+        {"H100-SXM-80GB": CATALOG.by_id["H100-SXM-80GB"]},
+        {},
+        WorkloadEstimator(arch, workload),
+        capacity_rule=MEMORY_CAPACITY_RULE,
+    )
+    [best] = result.recommendations
+    assert (best.plan.tensor_parallel, best.plan.pipeline_parallel) == (8, 2)
+    assert "TP=8 inside one NVLink domain" in [r.text for r in best.rationale]
+
+
+# --- dtype paths per GPU (QA finding 7) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpu", "dtype"),
+    [
+        ("T4-16GB", "fp8"),  # 7.5 < 8.0 (FP8 Marlin: has_device_capability(80))
+        ("T4-16GB", "mxfp4"),  # vLLM Mxfp4Config.get_min_capability() == 80
+        ("V100-SXM-32GB", "fp8"),
+        ("V100-SXM-32GB", "mxfp4"),
+    ],
+)
+def test_weight_only_fallbacks_need_compute_capability_8(gpu: str, dtype: str) -> None:
+    assert compute_path(CATALOG.by_id[gpu], dtype) is None
+
+
+@pytest.mark.parametrize(
+    ("gpu", "dtype", "path", "tflops"),
+    [
+        ("V100-SXM-32GB", "int4", "fp16", 125.0),  # GPTQ kernels run from Volta
+        ("V100-SXM-32GB", "nf4", "fp16", 125.0),  # bitsandbytes from Volta
+        # A10G's row has no compute capability: its architecture (Ampere, >= 8.0) stands in
+        ("A10G-24GB", "fp8", "fp16", 125.0),
+        ("RTXA6000-48GB", "mxfp4", "bf16", 154.8),
+    ],
+)
+def test_older_gpus_keep_the_fallbacks_they_have(
+    gpu: str, dtype: str, path: str, tflops: float
+) -> None:
+    found = compute_path(CATALOG.by_id[gpu], dtype)
+    assert found is not None
+    assert (found.path, found.tflops) == (path, tflops)
+
+
+def test_fp8_on_a_t4_is_rejected_naming_dtype_gpu_and_capability() -> None:
+    arch = make_arch(7 * 10**9)
+    workload = InferenceWorkload(weight_dtype="fp8")
+    offer = make_offer("T4-16GB", 1, interconnect="none")
+    result = recommend(arch, make_request(workload), [offer], GPUS, {}, toy_estimate)
+    assert result.recommendations == []
+    [group] = result.rejected
+    assert group.code == "dtype_unsupported"
+    assert group.text == (
+        "fp8 needs compute capability 8.0 or later (weight-only kernels); its native path "
+        "needs Ada Lovelace or Hopper (compute capability 8.9 / 9.0); T4-16GB (compute "
+        "capability 7.5) has no fp8 path"
+    )
+
+
+# --- interconnect names per vendor (QA finding 19) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpu", "interconnect", "fabric"),
+    [
+        ("H100-SXM-80GB", "nvswitch", "NVLink"),
+        ("MI300X-192GB", "infinity-fabric", "Infinity Fabric"),
+        ("GAUDI2-96GB", "roce", "RoCE"),
+    ],
+)
+def test_tensor_parallel_is_described_with_the_vendors_fabric(
+    gpu: str, interconnect: str, fabric: str
+) -> None:
+    # 300e9 params: 600e9 B of weights need at least 8 GPUs of <= 192 GB: TP=8 in one domain
+    spec = CATALOG.by_id[gpu]
+    arch = make_arch(300 * 10**9, layers=80, hidden=8192, heads=64)
+    workload = InferenceWorkload(concurrency=1, context_length=4096)
+    offer = make_offer(gpu, 8, interconnect=interconnect)
+    result = recommend(arch, make_request(workload), [offer], {gpu: spec}, {}, toy_estimate)
+    [best] = result.recommendations
+    texts = [r.text for r in best.rationale]
+    assert f"TP=8 inside one {fabric} domain" in texts
+    if fabric != "NVLink":
+        assert not any("NVLink" in t for t in texts)

@@ -357,6 +357,7 @@ def parse_table(text: str, *, yaml_format: bool) -> list[RawOffer]:
             "nvswitch",
             "pcie",
             "infinity-fabric",
+            "roce",
             "none",
             "unknown",
         ):

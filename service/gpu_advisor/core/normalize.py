@@ -210,7 +210,8 @@ def default_interconnect(spec: GpuSpec | None, gpu_count: int) -> Interconnect:
     through NVSwitch (NVIDIA HGX datasheets); A100 SXM: NVSwitch on 8/16-GPU boards, direct
     NVLink on 4-GPU boards (NVIDIA A100 datasheet, HGX A100 4-/8-GPU); V100 SXM2: NVLink
     hybrid cube-mesh. H100 NVL: NVLink bridges join pairs only (gpu-specs README), so
-    only a 2-GPU instance is one NVLink domain. AMD OAM parts: Infinity Fabric. PCIe cards
+    only a 2-GPU instance is one NVLink domain. AMD OAM parts: Infinity Fabric. Intel Gaudi:
+    ``roce`` (its integrated RoCE ports link the accelerators of a server). PCIe cards
     (including those with optional 2-way bridges, which clouds do not guarantee): ``pcie``.
     """
     if gpu_count <= 1:
@@ -219,6 +220,8 @@ def default_interconnect(spec: GpuSpec | None, gpu_count: int) -> Interconnect:
         return "unknown"
     if spec.vendor == "amd" and spec.form_factor == "oam":
         return "infinity-fabric"
+    if spec.vendor == "intel":
+        return "roce"  # Gaudi: integrated RoCE v2 ports, all-to-all inside the server
     if spec.form_factor in ("sxm", "superchip"):
         if spec.family in _NVSWITCH_FAMILIES:
             return "nvswitch"

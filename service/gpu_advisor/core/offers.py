@@ -6,7 +6,9 @@ from typing import Literal
 
 from msgspec import Struct
 
-Interconnect = Literal["nvlink", "nvswitch", "pcie", "infinity-fabric", "none", "unknown"]
+Interconnect = Literal["nvlink", "nvswitch", "pcie", "infinity-fabric", "roce", "none", "unknown"]
+"""GPU-to-GPU link inside a node: NVIDIA NVLink (bridged pairs or HGX boards) or NVSwitch, AMD
+Infinity Fabric, Intel Gaudi's integrated RoCE ports (``roce``), PCIe only, none (one GPU)."""
 Fabric = Literal["infiniband", "efa", "roce", "ethernet"]
 
 

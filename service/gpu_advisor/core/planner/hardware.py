@@ -69,6 +69,43 @@ _PATHS: dict[str, tuple[tuple[HardwarePath, ...], tuple[HardwarePath, ...]]] = {
     "q4_k_m": ((), ("fp16", "bf16")),
     "q8_0": ((), ("fp16", "bf16")),
 }
+
+FALLBACK_MIN_CAPABILITY: dict[str, tuple[int, int]] = {
+    "fp8": (8, 0),
+    "mxfp4": (8, 0),
+    "int4": (7, 0),
+    "nf4": (7, 0),
+}
+"""Oldest NVIDIA compute capability with a dequantising kernel for a dtype whose native path
+the GPU lacks; an older GPU has no path for it at all (``dtype_unsupported``). Sources (vLLM):
+
+* ``fp8``: weight-only FP8 runs through FP8 Marlin (W8A16), and
+  ``vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py``
+  ``is_fp8_marlin_supported()`` is ``has_device_capability(80)``; the docs' "Supported
+  Hardware" table (features/quantization, v0.9-v0.15) marks "Marlin (GPTQ/AWQ/FP8)" Ampere
+  and newer only, FP8 W8A8 Ada and newer;
+* ``mxfp4``: ``vllm/model_executor/layers/quantization/mxfp4.py``
+  ``Mxfp4Config.get_min_capability()`` returns 80 (Marlin / Triton MXFP4 MoE kernels);
+* ``int4`` (GPTQ/AWQ-style): Marlin needs 8.0, but the GPTQ (ExLlama) kernels run from Volta
+  (the same table: GPTQ Volta and newer, AWQ Turing and newer);
+* ``nf4``: bitsandbytes, Volta and newer (the same table).
+
+Other vendors have no compute capability; their paths follow the GPU table's rates as before.
+"""
+
+ARCHITECTURE_CAPABILITY: dict[str, tuple[int, int]] = {
+    "volta": (7, 0),
+    "turing": (7, 5),
+    "ampere": (8, 0),
+    "ada-lovelace": (8, 9),
+    "hopper": (9, 0),
+    "blackwell": (10, 0),
+    "blackwell-ultra": (10, 3),
+}
+"""The lowest compute capability of each NVIDIA architecture (CUDA C++ Programming Guide,
+"Compute Capabilities"), used where a GPU row leaves ``compute_capability`` empty (A10G:
+Ampere, 8.6, reads as 8.0, which every rule here treats alike)."""
+
 _WEIGHT_ONLY = frozenset({"int4", "nf4", "q4_k_m", "q8_0"})
 
 
@@ -95,13 +132,16 @@ Architecture whitepaper, "BF16 ... at the same rate as FP16"; the A100, A10, L4,
 datasheets print equal BF16 and FP16 figures). Some datasheets (A16) print only FP16."""
 
 
-def _compute_capability(gpu: GpuSpec) -> tuple[int, int] | None:
-    if gpu.vendor != "nvidia" or not gpu.compute_capability:
+def compute_capability(gpu: GpuSpec) -> tuple[int, int] | None:
+    """An NVIDIA GPU's compute capability as ``(major, minor)``: the table's value, else the
+    lowest of its architecture (:data:`ARCHITECTURE_CAPABILITY`); None for other vendors or
+    an unknown architecture."""
+    if gpu.vendor != "nvidia":
         return None
-    major, _, minor = gpu.compute_capability.partition(".")
-    if not (major.isdigit() and minor.isdigit()):
-        return None
-    return int(major), int(minor)
+    major, _, minor = (gpu.compute_capability or "").partition(".")
+    if major.isdigit() and minor.isdigit():
+        return int(major), int(minor)
+    return ARCHITECTURE_CAPABILITY.get(gpu.architecture.lower())
 
 
 def path_rate_tflops(gpu: GpuSpec, path: HardwarePath) -> float | None:
@@ -114,7 +154,7 @@ def path_rate_tflops(gpu: GpuSpec, path: HardwarePath) -> float | None:
     if value:
         return float(value)
     if path == "bf16" and gpu.fp16_dense_tflops:
-        capability = _compute_capability(gpu)
+        capability = compute_capability(gpu)
         if capability is not None and capability >= BF16_AT_FP16_RATE_FROM_CC:
             return float(gpu.fp16_dense_tflops)
     return None
@@ -124,13 +164,17 @@ def compute_path(gpu: GpuSpec, dtype: str) -> ComputePath | None:
     """The hardware path ``dtype`` runs on, or None when the GPU cannot run it at all.
 
     Native paths come first; formats with a documented dequantising kernel fall back to the
-    16-bit rate (``emulated`` unless the format is weight-only by design).
+    16-bit rate (``emulated`` unless the format is weight-only by design) -- on NVIDIA GPUs
+    only from the compute capability that kernel needs (:data:`FALLBACK_MIN_CAPABILITY`: no
+    fp8 or mxfp4 on a T4 or V100).
     """
     native, fallback = _PATHS.get(dtype, ((), ("bf16", "fp16")))
     for path in native:
         rate = path_rate_tflops(gpu, path)
         if rate is not None:
             return ComputePath(dtype=dtype, path=path, tflops=rate, emulated=False)
+    if not _has_fallback_kernel(gpu, dtype):
+        return None
     for path in fallback:
         rate = path_rate_tflops(gpu, path)
         if rate is not None:
@@ -138,6 +182,12 @@ def compute_path(gpu: GpuSpec, dtype: str) -> ComputePath | None:
                 dtype=dtype, path=path, tflops=rate, emulated=dtype not in _WEIGHT_ONLY
             )
     return None
+
+
+def _has_fallback_kernel(gpu: GpuSpec, dtype: str) -> bool:
+    minimum = FALLBACK_MIN_CAPABILITY.get(dtype)
+    capability = compute_capability(gpu)
+    return minimum is None or capability is None or capability >= minimum
 
 
 def has_published_rates(gpu: GpuSpec) -> bool:
@@ -148,8 +198,16 @@ def has_published_rates(gpu: GpuSpec) -> bool:
 
 
 def missing_path_requirement(dtype: str) -> str:
-    """The oldest architecture with a native path for ``dtype`` (for rejection sentences)."""
+    """What a GPU needs to run ``dtype`` (for rejection sentences): the oldest architecture
+    with a native path, or with the dequantising kernel where there is one."""
     native, fallback = _PATHS.get(dtype, ((), ("bf16",)))
+    minimum = FALLBACK_MIN_CAPABILITY.get(dtype)
+    if minimum is not None and fallback:
+        kernel = f"compute capability {minimum[0]}.{minimum[1]} or later"
+        if native:
+            native_needs = MINIMUM_ARCHITECTURE.get(native[0], "a newer GPU")
+            return f"{kernel} (weight-only kernels); its native path needs {native_needs}"
+        return f"{kernel} (its dequantising kernels)"
     path = native[0] if native else fallback[-1]
     return MINIMUM_ARCHITECTURE.get(path, "a newer GPU")
 
@@ -198,11 +256,59 @@ def gpu_class(gpu: GpuSpec) -> GpuClass:
     return "datacenter"
 
 
-def nvlink_domain_size(interconnect: Interconnect, gpu: GpuSpec, gpu_count: int) -> int:
-    """GPUs of one node that share an NVLink / NVSwitch / Infinity Fabric domain.
+NVLINK_DOMAIN_GPUS = 8
+"""Largest scale-up domain (GPUs all-to-all over NVLink/NVSwitch, Infinity Fabric or on-chip
+RoCE) of a node, unless :data:`NVLINK_DOMAIN_GPUS_BY_FAMILY` says otherwise: an HGX/DGX
+H100, H200, B200 or B300 baseboard joins 8 GPUs through NVSwitch (NVIDIA DGX H100/B200 user
+guides, "8x GPUs ... NVSwitch"); AMD's MI300X/MI325X platform joins 8 OAMs over Infinity
+Fabric (AMD Instinct MI300X platform data sheet); an Intel Gaudi 2/3 server (HLS-2/HLS-Gaudi3)
+joins 8 accelerators all-to-all over their integrated RoCE ports (Intel Gaudi 2 white paper,
+"21 of 24 100 GbE ports ... all-to-all"). So TP=16 on 16 H100 is not one NVLink domain."""
 
-    * ``nvswitch`` and ``infinity-fabric`` (MI300X OAM platforms: 7 links to every peer,
-      AMD MI300 docs): the whole node.
+NVLINK_DOMAIN_GPUS_BY_FAMILY: dict[str, int] = {
+    "GB200": 72,  # GB200 NVL72: 72 Blackwell GPUs in one NVLink domain (NVIDIA GB200 NVL72)
+    "A100": 16,  # HGX A100 16-GPU: two baseboards over NVSwitch (GCP a2-megagpu-16g)
+    "V100": 16,  # HGX-2 / DGX-2: 16 V100 over 12 NVSwitches (NVIDIA DGX-2 data sheet)
+}
+"""GPU families whose largest scale-up domain differs from :data:`NVLINK_DOMAIN_GPUS`."""
+
+MAX_GPUS_PER_NODE = 16
+"""Most GPUs of one node (instance) the planner accepts as hardware: the 16-GPU HGX-2 / DGX-2
+and HGX A100 16-GPU class (GCP a2-megagpu-16g; 16 x A16 instances in the bundled catalog);
+8-GPU HGX/DGX boards and 8-10-GPU PCIe servers are below it. A GPU with a larger scale-up
+domain (GB200 NVL72) may fill it (:func:`max_gpus_per_node`)."""
+
+
+def nvlink_domain_limit(gpu: GpuSpec) -> int:
+    """Largest scale-up domain the GPU is built into (:data:`NVLINK_DOMAIN_GPUS`)."""
+    return NVLINK_DOMAIN_GPUS_BY_FAMILY.get(gpu.family.upper(), NVLINK_DOMAIN_GPUS)
+
+
+def max_gpus_per_node(gpu: GpuSpec) -> int:
+    """Most GPUs of ``gpu`` one node may hold: :data:`MAX_GPUS_PER_NODE`, or the GPU's
+    scale-up domain where that is larger (72 for a GB200 NVL72 rack)."""
+    return max(MAX_GPUS_PER_NODE, nvlink_domain_limit(gpu))
+
+
+def scale_up_fabric(gpu: GpuSpec) -> str:
+    """The vendor's name for the GPU-to-GPU link inside a node: NVLink (NVIDIA), Infinity
+    Fabric (AMD Instinct), RoCE (Intel Gaudi's integrated RoCE v2 ports)."""
+    match gpu.vendor:
+        case "amd":
+            return "Infinity Fabric"
+        case "intel":
+            return "RoCE"
+        case _:
+            return "NVLink"
+
+
+def nvlink_domain_size(interconnect: Interconnect, gpu: GpuSpec, gpu_count: int) -> int:
+    """GPUs of one node that share an NVLink / NVSwitch / Infinity Fabric / RoCE domain,
+    never more than the GPU's own scale-up domain (:func:`nvlink_domain_limit`: 8 on an
+    HGX H100 board, whatever ``gpu_count`` says).
+
+    * ``nvswitch``, ``infinity-fabric`` (MI300X OAM platforms: 7 links to every peer, AMD
+      MI300 docs) and ``roce`` (Intel Gaudi, all-to-all RoCE ports): the whole node.
     * ``nvlink`` on SXM/OAM/superchip parts: the whole node (HGX boards connect all 8 GPUs).
       On PCIe cards (A100 PCIe, H100 NVL, RTX A6000) NVLink is a bridge between pairs
       (NVIDIA H100 NVL and A100 PCIe product briefs): 2.
@@ -210,9 +316,13 @@ def nvlink_domain_size(interconnect: Interconnect, gpu: GpuSpec, gpu_count: int)
     * ``unknown``: SXM/OAM/superchip parts with an NVLink rate count as one domain; PCIe cards
       count as 1, since a bridge may not be fitted.
     """
+    return min(_domain(interconnect, gpu, gpu_count), nvlink_domain_limit(gpu))
+
+
+def _domain(interconnect: Interconnect, gpu: GpuSpec, gpu_count: int) -> int:
     board = gpu.form_factor in ("sxm", "oam", "superchip")
     match interconnect:
-        case "nvswitch" | "infinity-fabric":
+        case "nvswitch" | "infinity-fabric" | "roce":
             return gpu_count
         case "nvlink":
             return gpu_count if board else min(2, gpu_count)
