@@ -109,10 +109,29 @@ def test_explicit_plan_on_hardware(client: TestClient) -> None:  # type: ignore[
                 "model": {"preset": "meta-llama/Llama-3.1-8B"},
                 "workload": {"kind": "inference"},
                 "hardware": {"gpu": "H100", "gpu_count": 4},
-                "plan": {"tensor_parallel": 2},
+                "plan": {"tensor_parallel": 4, "data_parallel": 2},  # 8 GPUs on 4
             },
             422,
             "plan",
+        ),
+        (
+            {
+                "model": {"preset": "meta-llama/Llama-3.1-8B"},
+                "workload": {"kind": "inference"},
+                "hardware": {"gpu": "H100", "gpu_count": 8, "nodes": 2},
+                "plan": {"tensor_parallel": 16},  # TP across two nodes
+            },
+            422,
+            "plan.tensor_parallel",
+        ),
+        (
+            {
+                "model": {"preset": "meta-llama/Llama-3.1-8B"},
+                "workload": {"kind": "inference"},
+                "hardware": {"gpu": "H100", "gpu_count": 100_000},  # GPUs per node
+            },
+            422,
+            "hardware.gpu_count",
         ),
         (
             {"model": {"preset": "no-such/model"}, "workload": {"kind": "inference"}},
@@ -157,3 +176,105 @@ def test_bad_input_is_a_problem_naming_the_field(
     problem = response.json()
     assert problem["status"] == status
     assert any((e["field"] or "").startswith(field) for e in problem["errors"]), problem
+
+
+# --- plans on GPU counts that are not powers of two (QA finding 3) -------------------------
+
+SERVING_70B = {
+    "model": {"preset": "meta-llama/Llama-3.1-70B"},
+    "workload": {"kind": "inference", "context_length": 8192, "concurrency": 16},
+}
+
+
+@pytest.mark.parametrize(("gpu", "count"), [("H100", 6), ("L40S", 10), ("RTX4090", 12)])
+def test_seventy_b_serves_on_gpu_counts_that_are_not_powers_of_two(
+    client: TestClient,  # type: ignore[type-arg]
+    gpu: str,
+    count: int,
+) -> None:
+    # bf16 weights 2 x 70.55e9 = 141.1e9 B: 6 x 79.6 GiB, 10 x 45.0 GiB and 12 x 24.0 GiB all
+    # hold them once split over every GPU (PP need not be a power of two: 3, 5, 6 stages).
+    result = _estimate(client, {**SERVING_70B, "hardware": {"gpu": gpu, "gpu_count": count}})
+    assert result["fits"] is True
+    plan = result["plan"]
+    used = plan["tensor_parallel"] * plan["pipeline_parallel"] * plan["data_parallel"]
+    assert used == count
+    memory = result["memory_per_gpu"]
+    replica = plan["tensor_parallel"] * plan["pipeline_parallel"]
+    assert memory["weights_bytes"] >= 2 * LLAMA_70B_PARAMS // replica
+    assert memory["total_bytes"] <= result["hardware"]["memory_exposed_bytes"]
+
+
+def test_when_nothing_fits_the_plan_shown_is_the_one_the_note_measures(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    # 2 x L4 (22,888 MiB each) cannot hold 141.1e9 B of weights; the answer shows the plan the
+    # note quotes, and its memory is the note's figure (no DP=2 plan at twice the size).
+    body = {**SERVING_70B, "hardware": {"gpu": "L4", "gpu_count": 2}}
+    result = _estimate(client, body)
+    assert result["fits"] is False
+    [note] = result["notes"]
+    quoted = note["data"]["plan"]
+    assert {k: result["plan"][k] for k in quoted} == quoted
+    assert result["memory_per_gpu"]["total_bytes"] == note["data"]["need_bytes"]
+    replica = quoted["tensor_parallel"] * quoted["pipeline_parallel"]
+    assert replica == 2  # the widest split the two GPUs allow
+    assert result["memory_per_gpu"]["weights_bytes"] >= 2 * LLAMA_70B_PARAMS // 2
+
+
+def test_an_explicit_plan_may_leave_gpus_idle_and_is_told_so(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    body = {
+        **SERVING_70B,
+        "hardware": {"gpu": "H100", "gpu_count": 6},
+        "plan": {"tensor_parallel": 4},
+    }
+    result = _estimate(client, body)
+    assert result["plan"]["tensor_parallel"] == 4
+    assert [n["text"] for n in result["notes"]] == [
+        "uses 4 of the 6 H100-SXM-80GB GPUs paid for: 2 sit idle"
+    ]
+
+
+def test_tp16_on_sixteen_h100_is_not_inside_one_nvlink_domain(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    body = {
+        **SERVING_70B,
+        "hardware": {"gpu": "H100", "gpu_count": 16},
+        "plan": {"tensor_parallel": 16},
+    }
+    result = _estimate(client, body)
+    assert [n["code"] for n in result["notes"]] == ["tp_beyond_domain"]
+    assert result["notes"][0]["text"] == (
+        "TP=16 reaches beyond one NVLink domain (8 GPUs of H100-SXM-80GB): its all-reduces "
+        "between the domains cross PCIe"
+    )
+
+
+@pytest.mark.parametrize(
+    ("gpu", "preset", "interconnect", "fabric"),
+    [
+        # 141.1e9 B of 70B weights need 2 Gaudi 2 (96 GiB); 811.7e9 B of 405B need 5+ MI300X
+        ("Gaudi2", "meta-llama/Llama-3.1-70B", "roce", "RoCE"),
+        ("MI300X", "meta-llama/Llama-3.1-405B", "infinity-fabric", "Infinity Fabric"),
+    ],
+)
+def test_reference_hardware_names_the_vendors_interconnect(
+    client: TestClient,  # type: ignore[type-arg]
+    gpu: str,
+    preset: str,
+    interconnect: str,
+    fabric: str,
+) -> None:
+    body = {
+        "model": {"preset": preset},
+        "workload": {"kind": "inference", "context_length": 4096, "concurrency": 1},
+        "hardware": {"gpu": gpu, "gpu_count": 8},
+    }
+    result = _estimate(client, body)
+    assert result["hardware"]["interconnect"] == interconnect
+    texts = [n["text"] for n in result["notes"]]
+    assert any(f"inside one {fabric} domain" in t for t in texts), texts
+    assert not any("NVLink" in t for t in texts)

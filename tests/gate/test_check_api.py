@@ -332,7 +332,42 @@ def test_deadline_on_serving_is_422(client: TestClient) -> None:  # type: ignore
 
 def test_extreme_target_sizes_still_answer(client: TestClient) -> None:  # type: ignore[type-arg]
     body = load_example(QLORA)
-    body["target"] = {"gpu": "H100", "gpu_count": 100_000, "nodes": 1024}
+    body["target"] = {"gpu": "H100", "gpu_count": 16, "nodes": 1024}
     result = _check(client, body)
-    assert result["target"]["offers"] == 0  # no such instance: planned, not priced
+    assert result["target"]["offers"] == 0  # no 16 x H100 instance: planned, not priced
     assert _by_name(result)["memory"]["passed"] is True
+
+
+@pytest.mark.parametrize("gpu_count", [17, 100_000])
+def test_more_gpus_per_node_than_real_nodes_hold_is_422(
+    client: TestClient,  # type: ignore[type-arg]
+    gpu_count: int,
+) -> None:
+    # gpu_count is GPUs per node: HGX/DGX H100 boards hold 8, the HGX-2/DGX-2 class 16.
+    body = load_example(QLORA)
+    body["target"] = {"gpu": "H100", "gpu_count": gpu_count}
+    response = client.post("/v1/check", json=body)
+    assert response.status_code == 422, response.text
+    [error] = response.json()["errors"]
+    assert error["field"] == "target.gpu_count"
+    assert f"no H100-SXM-80GB node holds {gpu_count:,} (at most 16" in error["message"]
+
+
+@pytest.mark.parametrize(("gpu", "count"), [("H100", 6), ("L40S", 10), ("RTX4090", 12)])
+def test_seventy_b_serving_passes_on_instances_of_six_ten_and_twelve_gpus(
+    client: TestClient,  # type: ignore[type-arg]
+    gpu: str,
+    count: int,
+) -> None:
+    # The catalog sells these shapes; 141.1e9 B of bf16 weights over 6 / 10 / 12 GPUs is
+    # 23.5e9 / 14.1e9 / 11.8e9 B per GPU, below 79.6 / 45.0 / 24.0 GiB, with room for the KV
+    # cache of 16 x 8,192 tokens: TP x PP uses them all (PP 3, 5 or 6 stages).
+    body = {
+        "model": {"preset": "meta-llama/Llama-3.1-70B"},
+        "workload": {"kind": "inference", "context_length": 8192, "concurrency": 16},
+        "target": {"gpu": gpu, "gpu_count": count},
+    }
+    result = _check(client, body)
+    assert result["verdict"] == "pass", result["checks"]
+    plan = result["estimate"]["plan"]
+    assert plan["tensor_parallel"] * plan["pipeline_parallel"] * plan["data_parallel"] == count

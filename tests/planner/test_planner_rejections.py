@@ -44,7 +44,13 @@ def test_the_nearest_miss_names_its_instance_shape_and_leads_the_examples() -> N
     [group] = _recommend(offers).rejected
     assert (group.code, group.gpu, group.count) == ("insufficient_memory", "H100-SXM-80GB", 2)
     assert group.data["gpu_count"] == 8
-    assert " per GPU on 8 × H100-SXM-80GB; H100-SXM-80GB exposes 79.6 GiB" in group.text
+    # the nearest miss is the plan that divides the activations most: TP = 8 (with sequence
+    # parallel) over the whole instance, quoted with its degrees
+    assert group.data["plan"]["tensor_parallel"] == 8
+    assert (
+        " per GPU on 8 × H100-SXM-80GB with TP=8, PP=1, DP=1; H100-SXM-80GB exposes 79.6 GiB"
+        in group.text
+    )
     assert group.examples == ["acme b-eight us-east-1", "acme a-one us-east-1"]
     # the 8-GPU shape's requirement is the one quoted: far above 79.6 GiB, below the 1-GPU's
     one = _recommend(offers[:1]).rejected[0].data["need_bytes"]

@@ -146,7 +146,10 @@ def test_dtype_without_hardware_path_is_rejected_naming_dtype_and_gpu() -> None:
 
     [rejected] = result.rejected
     assert rejected.code == "dtype_unsupported"
-    assert rejected.text == ("bf16 needs Ampere (compute capability 8.0); T4-16GB has no bf16 path")
+    assert rejected.text == (
+        "bf16 needs Ampere (compute capability 8.0); T4-16GB (compute capability 7.5) has no "
+        "bf16 path"
+    )
 
 
 def test_fp16_weights_run_on_t4() -> None:

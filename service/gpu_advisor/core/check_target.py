@@ -22,7 +22,7 @@ import msgspec
 from msgspec import Struct
 
 from gpu_advisor.core.errors import InvalidSpecError, NotFoundError, UnknownGpuError
-from gpu_advisor.core.estimate import REFERENCE_PROVIDER, reference_offer
+from gpu_advisor.core.estimate import REFERENCE_PROVIDER, check_gpus_per_node, reference_offer
 from gpu_advisor.core.gpus import GpuCatalog, resolve_gpu
 from gpu_advisor.core.offers import Offer, ProviderInfo
 from gpu_advisor.core.planner.report import describe
@@ -137,6 +137,7 @@ def resolve_target(
         NotFoundError: an unknown provider (``target.provider``) or instance type
             (``target.instance_type`` / ``target.instance_types.<i>``), with close names.
         UnknownGpuError: an unknown GPU (``target.gpu``).
+        InvalidSpecError: more GPUs per node than real nodes hold (``target.gpu_count``).
     """
     form = target_form(target)
     max_nodes = target.nodes or DEFAULT_TARGET_NODES
@@ -176,6 +177,7 @@ def _gpu_target(
             field="target.gpu",
         )
     count = target.gpu_count or 1
+    check_gpus_per_node(spec, count, "target.gpu_count")
     same = [o for o in offers if o.gpu == spec.id and o.gpu_count == count]
     cheapest = min(
         same,

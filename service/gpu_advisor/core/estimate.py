@@ -35,6 +35,13 @@ from gpu_advisor.core.memory.inference import kv_element_bytes, weight_plan
 from gpu_advisor.core.memory.kv_cache import kv_cache_bytes_per_token
 from gpu_advisor.core.offers import Interconnect, Network, Offer, ProviderInfo
 from gpu_advisor.core.planner import MEMORY_CAPACITY_RULE, recommend
+from gpu_advisor.core.planner.explain import rendered
+from gpu_advisor.core.planner.hardware import (
+    MAX_GPUS_PER_NODE,
+    max_gpus_per_node,
+    nvlink_domain_size,
+    scale_up_fabric,
+)
 from gpu_advisor.core.planner.recommend import RecommendationResult
 from gpu_advisor.core.results import (
     MemoryBreakdown,
@@ -131,9 +138,16 @@ def parallel_plan(spec: PlanSpec) -> ParallelPlan:
 
 
 def reference_interconnect(gpu: GpuSpec, gpus_per_node: int) -> Interconnect:
-    """NVLink/NVSwitch for GPUs that have it (SXM, OAM, NVL pairs), else PCIe."""
+    """The GPU's own scale-up link where it has one (NVLink on SXM boards and NVL pairs,
+    Infinity Fabric on AMD Instinct, RoCE on Intel Gaudi), else PCIe."""
     if gpus_per_node > 1 and gpu.nvlink_bytes_per_s > 0:
-        return "infinity-fabric" if gpu.vendor == "amd" else "nvlink"
+        match gpu.vendor:
+            case "amd":
+                return "infinity-fabric"
+            case "intel":
+                return "roce"
+            case _:
+                return "nvlink"
     return "pcie"
 
 
@@ -235,13 +249,85 @@ def _kv_per_token(arch: Architecture, workload: InferenceWorkload) -> int:
     return kv_cache_bytes_per_token(arch, element_bytes=element)
 
 
-def _check_plan_gpus(plan: ParallelPlan, total: int) -> None:
-    if plan.gpus != total:
+def check_gpus_per_node(gpu: GpuSpec, gpu_count: int, field: str) -> None:
+    """Reject a node with more GPUs than real nodes of ``gpu`` hold
+    (:func:`~gpu_advisor.core.planner.hardware.max_gpus_per_node`: 16, or 72 for a GB200
+    NVL72 rack).
+
+    Raises:
+        InvalidSpecError: naming ``field`` (``hardware.gpu_count`` / ``target.gpu_count``).
+    """
+    most = max_gpus_per_node(gpu)
+    if gpu_count > most:
+        raise InvalidSpecError(
+            f"gpu_count is GPUs per node; no {gpu.id} node holds {gpu_count:,} (at most "
+            f"{most}: 8 on HGX/DGX boards, 16 on HGX-2/DGX-2-class nodes"
+            + (f", {most} in one {gpu.id} rack" if most > MAX_GPUS_PER_NODE else "")
+            + "); use nodes for more",
+            field=field,
+        )
+
+
+def _check_plan(plan: ParallelPlan, gpu: GpuSpec, hardware: HardwareInfo) -> list[Reason]:
+    """An explicit plan against the hardware: more GPUs than it has, or TP across nodes, is
+    an error; fewer GPUs (idle ones, still paid for) or TP beyond the NVLink domain are
+    notes.
+
+    Raises:
+        InvalidSpecError: ``plan`` (too many GPUs) or ``plan.tensor_parallel`` (across
+            nodes).
+    """
+    total = hardware.gpu_count * hardware.nodes
+    if plan.gpus > total:
         raise InvalidSpecError(
             f"the plan uses {plan.gpus} GPUs (tensor_parallel x pipeline_parallel x "
             f"data_parallel) but the hardware has {total} (gpu_count x nodes)",
             field="plan",
         )
+    if plan.tensor_parallel > hardware.gpu_count:
+        raise InvalidSpecError(
+            f"tensor_parallel {plan.tensor_parallel} spans nodes of {hardware.gpu_count} GPUs; "
+            "tensor parallel stays inside one node (use pipeline_parallel across nodes)",
+            field="plan.tensor_parallel",
+        )
+    notes: list[Reason] = []
+    domain = nvlink_domain_size(hardware.interconnect, gpu, hardware.gpu_count)
+    if plan.tensor_parallel > max(domain, 1) and domain > 1:
+        notes.append(
+            Reason(
+                code="tp_beyond_domain",
+                data={
+                    "tensor_parallel": plan.tensor_parallel,
+                    "domain": domain,
+                    "gpu": gpu.id,
+                    "fabric": scale_up_fabric(gpu),
+                },
+            )
+        )
+    if plan.gpus < total:
+        notes.append(
+            Reason(
+                code="idle_gpus",
+                data={"gpu": gpu.id, "gpus_used": plan.gpus, "gpus_paid": total},
+            )
+        )
+    return [rendered(n) for n in notes]
+
+
+def _nearest_plan(rejected: list[RejectedGroup]) -> ParallelPlan | None:
+    """The plan a rejection quotes as its nearest miss (``data.plan``), if any."""
+    for group in rejected:
+        plan = group.data.get("plan")
+        if isinstance(plan, dict):
+            return ParallelPlan(
+                tensor_parallel=plan["tensor_parallel"],
+                pipeline_parallel=plan["pipeline_parallel"],
+                data_parallel=plan["data_parallel"],
+                expert_parallel=plan["expert_parallel"],
+                sharding=plan["sharding"],
+                sequence_parallel=plan["tensor_parallel"] > 1,
+            )
+    return None
 
 
 def estimate(
@@ -261,14 +347,17 @@ def estimate(
         summary: the model block of the answer.
 
     Raises:
-        InvalidSpecError: a plan that does not match the hardware's GPU count (field ``plan``)
-            or cannot run the model (``plan.*``).
+        InvalidSpecError: more GPUs per node than real nodes hold (``hardware.gpu_count``), a
+            plan with more GPUs than the hardware (``plan``), TP across nodes
+            (``plan.tensor_parallel``) or a plan that cannot run the model (``plan.*``).
     """
     workload = request.workload
     kv_per_token = (
         _kv_per_token(arch, workload) if isinstance(workload, InferenceWorkload) else None
     )
     hardware = request.hardware
+    if hardware is not None and gpu is not None:
+        check_gpus_per_node(gpu, hardware.gpu_count, "hardware.gpu_count")
     if hardware is None or gpu is None:
         plan = parallel_plan(request.plan) if request.plan is not None else ParallelPlan()
         memory = estimate_memory(arch, workload, plan)
@@ -292,7 +381,7 @@ def estimate(
     performance: Performance | None = None
     if request.plan is not None:
         plan = parallel_plan(request.plan)
-        _check_plan_gpus(plan, hardware.gpu_count * hardware.nodes)
+        notes = _check_plan(plan, gpu, info)
         memory = estimate_memory(arch, workload, plan, capacity_bytes=capacity)
     else:
         result = _plan_on_reference(
@@ -310,9 +399,9 @@ def estimate(
             # about the plan, the memory and the speed.
             notes = [r for r in best.rationale if r.code not in REFERENCE_PRICE_REASONS]
         else:
-            # Nothing fits: report the most sharded single plan the hardware allows, with the
-            # planner's reason.
-            plan = ParallelPlan(
+            # Nothing fits: report the plan the planner's reason quotes (its nearest miss, so
+            # the sentence and the plan agree), else the most sharded single plan.
+            plan = _nearest_plan(result.rejected) or ParallelPlan(
                 data_parallel=hardware.gpu_count * hardware.nodes,
                 sharding="zero3" if not isinstance(workload, InferenceWorkload) else "none",
             )

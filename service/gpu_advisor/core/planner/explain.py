@@ -95,16 +95,21 @@ def billed_hours(value: float) -> str:
     return f"{value:,.0f} h" if value == round(value) else hours(value)
 
 
-def _plan(d: Mapping[str, Any]) -> str:
-    unit = "instances" if d.get("serving") else "nodes"
-    nodes = f" on {d['nodes']} {unit}" if d["nodes"] > 1 else ""
+def _degrees(d: Mapping[str, Any]) -> str:
+    """``TP=2, PP=3, DP=1`` (plus EP and the ZeRO stage where they apply)."""
     parts = [f"TP={d['tensor_parallel']}", f"PP={d['pipeline_parallel']}"]
     parts.append(f"DP={d['data_parallel']}")
     if d.get("expert_parallel", 1) > 1:
         parts.append(f"EP={d['expert_parallel']}")
     if d.get("sharding") and d["sharding"] != "none":
         parts.append(_SHARDING[d["sharding"]])
-    return f"{d['gpus']} × {d['gpu']}{nodes}: {', '.join(parts)}"
+    return ", ".join(parts)
+
+
+def _plan(d: Mapping[str, Any]) -> str:
+    unit = "instances" if d.get("serving") else "nodes"
+    nodes = f" on {d['nodes']} {unit}" if d["nodes"] > 1 else ""
+    return f"{d['gpus']} × {d['gpu']}{nodes}: {_degrees(d)}"
 
 
 def _memory_fit(d: Mapping[str, Any]) -> str:
@@ -159,7 +164,19 @@ def _insufficient(d: Mapping[str, Any]) -> str:
         exposes += f" ({format_gib(d['usable_bytes'])} usable after headroom)"
     if d.get("need_bytes") is None:
         return f"does not fit {_instance(d)}; {exposes}"
-    return f"needs {format_gib(d['need_bytes'])} per GPU on {_instance(d)}; {exposes}"
+    where = _instance(d)
+    plan = d.get("plan")
+    used = (
+        1
+        if plan is None
+        else (plan["tensor_parallel"] * plan["pipeline_parallel"] * plan["data_parallel"])
+    )
+    if plan is not None and used > 1:
+        count = d.get("gpu_count") or used
+        if used > count:
+            where = f"{-(-used // count)} nodes of {where}"
+        where += f" with {_degrees(plan)}"
+    return f"needs {format_gib(d['need_bytes'])} per GPU on {where}; {exposes}"
 
 
 def _excluded(kind: str, names: str, field: str) -> str:
@@ -180,15 +197,25 @@ def _relax_limits(d: Mapping[str, Any]) -> str:
     return f"raise {' and '.join(parts)} together ({d['offer']})"
 
 
-def _no_cluster_network(d: Mapping[str, Any]) -> str:
-    one_node = ""
-    if d.get("need_bytes") is not None:
-        one_node = (
-            f" (one node needs {format_gib(d['need_bytes'])} per GPU; {d['gpu']} exposes "
-            f"{format_gib(d['exposed_bytes'])})"
-        )
+def _closest(d: Mapping[str, Any]) -> str:
+    """`` (the closest plan allowed, TP=2, PP=2, DP=1, needs 35.2 GiB per GPU; L4-24GB
+    exposes 22.4 GiB)`` where the data carries the nearest miss (``need_bytes``, ``plan``)."""
+    if d.get("need_bytes") is None:
+        return ""
+    plan = d.get("plan")
+    with_plan = f", {_degrees(plan)}," if plan is not None else ""
+    exposes = (
+        f"; {d['gpu']} exposes {format_gib(d['exposed_bytes'])}" if d.get("exposed_bytes") else ""
+    )
     return (
-        f"needs {d['nodes_needed']} nodes of {_instance(d)}{one_node}, but the offer has no "
+        f" (the closest plan allowed{with_plan} needs {format_gib(d['need_bytes'])} per GPU"
+        f"{exposes})"
+    )
+
+
+def _no_cluster_network(d: Mapping[str, Any]) -> str:
+    return (
+        f"needs {d['nodes_needed']} nodes of {_instance(d)}{_closest(d)}, but the offer has no "
         "cluster network (InfiniBand, EFA or RoCE)"
     )
 
@@ -208,6 +235,15 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "plan": _plan,
     "tp_in_nvlink_domain": lambda d: (
         f"TP={d['tensor_parallel']} inside one {d.get('fabric', 'NVLink')} domain"
+    ),
+    "tp_beyond_domain": lambda d: (
+        f"TP={d['tensor_parallel']} reaches beyond one {d['fabric']} domain ({d['domain']} "
+        f"GPUs of {d['gpu']}): its all-reduces between the domains cross PCIe"
+    ),
+    "idle_gpus": lambda d: (
+        f"uses {d['gpus_used']} of the {d['gpus_paid']} {d['gpu']} GPUs paid for: "
+        f"{d['gpus_paid'] - d['gpus_used']} sit idle"
+        + (" (no plan using all of them fits)" if d.get("searched") else "")
     ),
     "tp_limited_pcie": lambda d: (
         f"PCIe-only GPUs: TP limited to {d['max_tensor_parallel']}, "
@@ -263,15 +299,22 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "region_excluded": lambda d: _excluded("region", d["region"], "regions"),
     "spot_unavailable": lambda d: "no spot price, and the spot policy is 'only'",
     "dtype_unsupported": lambda d: (
-        f"{d['dtype']} needs {d['needs']}; {d['gpu']} has no {d['dtype']} path"
+        f"{d['dtype']} needs {d['needs']}; {d['gpu']}"
+        + (
+            f" (compute capability {d['compute_capability']})"
+            if d.get("compute_capability")
+            else ""
+        )
+        + f" has no {d['dtype']} path"
     ),
     "over_max_gpus": lambda d: (
         f"needs {d['gpus_needed']} GPUs of {d['gpu']}"
         + (f" ({d['gpu_count']} per instance)" if d.get("gpu_count") else "")
-        + f"; max_gpus is {d['max_gpus']}"
+        + f"; max_gpus is {d['max_gpus']}{_closest(d)}"
     ),
     "over_max_nodes": lambda d: (
         f"needs {d['nodes_needed']} nodes of {_instance(d)}; max_nodes is {d['max_nodes']}"
+        f"{_closest(d)}"
     ),
     "no_cluster_network": _no_cluster_network,
     "tp_over_pcie": lambda d: (
@@ -318,7 +361,8 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "allow_spot": lambda d: f"set spot to 'allow' ({d['offer']} on spot)",
     "relax_limits": _relax_limits,
     "nvlink_offer": lambda d: (
-        f"an offer with NVLink: {d['gpu']} fits only with TP above {d['max_tensor_parallel']}"
+        f"an offer with {d.get('fabric', 'NVLink')}: {d['gpu']} fits only with TP above "
+        f"{d['max_tensor_parallel']}"
     ),
     "newer_gpu": lambda d: f"a GPU with a {d['dtype']} path: {d['needs']}",
     "shorter_context": lambda d: (

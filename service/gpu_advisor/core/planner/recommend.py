@@ -43,6 +43,7 @@ from gpu_advisor.core.planner.cost import (
 from gpu_advisor.core.planner.estimator import CapacityRule, MemoMemory, MemoryEstimator
 from gpu_advisor.core.planner.explain import REJECTION_CODES
 from gpu_advisor.core.planner.hardware import (
+    compute_capability,
     compute_path,
     has_published_rates,
     inference_weight_dtype,
@@ -221,12 +222,15 @@ class Evaluation:
                 rejection=Reason(code="gpu_rate_unknown", data={"gpu": gpu.id, "dtype": dtype})
             )
         if compute is None:
-            return GroupVerdict(
-                rejection=Reason(
-                    code="dtype_unsupported",
-                    data={"dtype": dtype, "gpu": gpu.id, "needs": missing_path_requirement(dtype)},
-                )
-            )
+            data: dict[str, Any] = {
+                "dtype": dtype,
+                "gpu": gpu.id,
+                "needs": missing_path_requirement(dtype),
+            }
+            capability = compute_capability(gpu)
+            if capability is not None:
+                data["compute_capability"] = f"{capability[0]}.{capability[1]}"
+            return GroupVerdict(rejection=Reason(code="dtype_unsupported", data=data))
         max_gpus = self.request.constraints.max_gpus
         if max_gpus is not None and key.gpu_count > max_gpus:
             return GroupVerdict(

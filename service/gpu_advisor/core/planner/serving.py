@@ -5,17 +5,22 @@ A replica is ``t x p`` GPUs inside one node, or whole nodes when it is larger th
 no network between them. The deployment is sized to hold ``concurrency`` sequences (the KV
 pool of a replica bounds how many it holds) and to sustain ``target_tokens_per_second``.
 
+Replica sizes, in the order they are tried (:meth:`ServingPlanner.replica_sizes`): the
+divisors of the node's GPU count (so replicas fill the node: 6 GPUs hold replicas of 1, 2,
+3 or 6 GPUs, e.g. TP=2 x PP=3), then -- only where none of those fits -- powers of two that
+leave GPUs idle (4 on 6 GPUs, noted ``idle_gpus``: they are paid for), then whole nodes.
+
 Choice (DESIGN "Serving"): when the model fits one GPU, one GPU per replica is preferred
 over splitting it with TP. TP is chosen because the model does not fit, or for throughput when
 the objective is ``cost_per_million_tokens`` or a throughput target is set: then the replica
-shape with the fewest instances, then the most output tokens per GPU, wins (ties to the
+shape with the fewest instances, then the most output tokens per paid GPU, wins (ties to the
 smaller replica). The rationale says which.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from gpu_advisor.core.planner.hardware import links
 from gpu_advisor.core.planner.performance import (
@@ -27,10 +32,11 @@ from gpu_advisor.core.planner.topology import (
     PIPELINE_MAX,
     GroupContext,
     GroupVerdict,
+    Nearest,
     PlanOption,
     SearchSpace,
+    divisors,
     powers_of_two,
-    smallest_fitting_power,
 )
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan, Reason
 from gpu_advisor.core.spec import InferenceWorkload, Objective
@@ -38,6 +44,14 @@ from gpu_advisor.core.spec import InferenceWorkload, Objective
 
 def _total(memory: MemoryBreakdown | None) -> int | None:
     return None if memory is None else memory.total_bytes
+
+
+class _ReplicaFit(NamedTuple):
+    """A remembered :meth:`ServingPlanner.fit_replica` answer and what it noted."""
+
+    result: tuple[ParallelPlan, MemoryBreakdown, int | None] | None
+    nearest: Nearest
+    pool: list[Reason]
 
 
 class ServingPlanner:
@@ -49,31 +63,79 @@ class ServingPlanner:
         self.throughput_matters = (
             objective == "cost_per_million_tokens" or workload.target_tokens_per_second is not None
         )
-        self._replica_fits: dict[tuple[int, int, int, float], bool] = {}
+        # Per-request memos: groups of one GPU type and count share their replica searches.
+        self._replica_fits: dict[tuple[Any, ...], _ReplicaFit] = {}
+        self._sizes: dict[tuple[int, int], list[tuple[int, bool]]] = {}
+        self._shapes: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+        self._fits_on: dict[tuple[Any, ...], int | None] = {}
+        self._speeds: dict[tuple[Any, ...], InferenceEstimate] = {}
 
-    def replica_shapes(
-        self, g: int, tp_cap: int, max_replica_nodes: int
-    ) -> Iterator[tuple[int, int]]:
-        """(t, p) for each replica size ``r = t x p``, ascending ``r``; TP first within a size
-        (TP speeds decode, PP only adds memory)."""
-        tps = sorted(self.space.tensor_degrees(g, tp_cap), reverse=True)
-        for r in powers_of_two(g * max_replica_nodes):
-            if (r > g and r % g) or (r <= g and g % r):
-                continue
-            for t in tps:
-                if r % t == 0 and r // t <= min(self.space.arch.num_layers, PIPELINE_MAX):
-                    yield t, r // t
+    def replica_sizes(self, g: int, max_replica_nodes: int) -> list[tuple[int, bool]]:
+        """Replica sizes ``(r, idle)`` in the order they are tried: divisors of ``g``
+        ascending, then powers of two below ``g`` that do not divide it (``idle``: the node
+        keeps ``g mod r`` GPUs idle), then ``g`` times 2, 4, ... nodes. Memoised."""
+        key = (g, max_replica_nodes)
+        found = self._sizes.get(key)
+        if found is None:
+            inside = [(r, False) for r in divisors(g, g)]
+            idle = [(r, True) for r in powers_of_two(g) if g % r]
+            across = [(g * n, False) for n in powers_of_two(max_replica_nodes) if n > 1]
+            found = self._sizes[key] = inside + idle + across
+        return found
+
+    def replica_shapes(self, r: int, g: int, tp_cap: int) -> list[tuple[int, int]]:
+        """``(t, p)`` with ``t x p = r``, TP first (TP speeds decode, PP only adds memory):
+        TP a power of two dividing ``r`` (inside one node) or, for a replica of whole nodes,
+        dividing ``g``; PP at most the layers and :data:`PIPELINE_MAX`. Memoised."""
+        key = (r, g, tp_cap)
+        found = self._shapes.get(key)
+        if found is None:
+            tps = self.space.tensor_degrees(r if r <= g else g, tp_cap)
+            most = min(self.space.arch.num_layers, PIPELINE_MAX)
+            found = self._shapes[key] = [
+                (t, r // t) for t in reversed(tps) if r % t == 0 and r // t <= most
+            ]
+        return found
 
     def fit_replica(
         self,
         t: int,
         p: int,
         ctx: GroupContext,
-        best: list[MemoryBreakdown],
+        nearest: Nearest,
         pool: list[Reason],
     ) -> tuple[ParallelPlan, MemoryBreakdown, int | None] | None:
         """The first EP degree at which a ``t x p`` replica fits and its KV pool holds one
-        full-context sequence; ``best`` / ``pool`` collect what a rejection would cite."""
+        full-context sequence; ``nearest`` / ``pool`` collect what a rejection would cite.
+        Memoised per GPU and usable bytes (the side effects are replayed)."""
+        key = (t, p, ctx.key.memory_exposed_bytes, ctx.usable_bytes)
+        found = self._replica_fits.get(key)
+        if found is None:
+            seen = Nearest()
+            reasons: list[Reason] = []
+            result = self._fit_replica(t, p, ctx, seen, reasons)
+            found = self._replica_fits[key] = _ReplicaFit(result, seen, reasons[-1:])
+        nearest.merge(found.nearest)
+        if found.pool:  # the GPU's own id: GPUs of one capacity share the memo
+            reason = found.pool[0]
+            pool[:] = [Reason(code=reason.code, data={**reason.data, "gpu": ctx.gpu.id})]
+        return found.result
+
+    def replica_fits(self, t: int, p: int, ctx: GroupContext) -> bool:
+        """Whether a ``t x p`` replica fits the group's GPU (:meth:`fit_replica`)."""
+        found = self._replica_fits.get((t, p, ctx.key.memory_exposed_bytes, ctx.usable_bytes))
+        if found is not None:
+            return found.result is not None
+        return self.fit_replica(t, p, ctx, Nearest(), []) is not None
+
+    def _fit_replica(
+        self,
+        t: int,
+        p: int,
+        ctx: GroupContext,
+        nearest: Nearest,
+        pool: list[Reason],
+    ) -> tuple[ParallelPlan, MemoryBreakdown, int | None] | None:
         memory_of, usable = self.space.memory, ctx.usable_bytes
         for e in self.space.expert_degrees(1):
             plan = ParallelPlan(tensor_parallel=t, pipeline_parallel=p, expert_parallel=e)
@@ -81,9 +143,7 @@ class ServingPlanner:
             memory = memory_of(plan, ctx.key.memory_exposed_bytes)
             if memory is None:
                 continue
-            if not best or memory.total_bytes < best[0].total_bytes:
-                best[:] = [memory]
-            if memory.total_bytes > usable:
+            if nearest.note(plan, memory) > usable:
                 continue
             limit = max_concurrency(memory, self.workload, usable)
             if limit is not None and limit < 1:
@@ -117,27 +177,26 @@ class ServingPlanner:
         key = ctx.key
         g = key.gpu_count
         max_replica_nodes = self.space.constraints.max_nodes if key.network_gbit_per_s else 1
-        best: list[MemoryBreakdown] = []
+        nearest = Nearest()
         pool: list[Reason] = []
         limits: list[Reason] = []
         candidates: list[PlanOption] = []
-        sizes_done: set[int] = set()
-        for t, p in self.replica_shapes(g, ctx.tp_cap, max_replica_nodes):
-            if t * p in sizes_done:
-                continue
-            if candidates and not self.throughput_matters:
+        for r, idle in self.replica_sizes(g, max_replica_nodes):
+            if candidates and (not self.throughput_matters or idle):
+                # plans that use every GPU win over plans that leave some idle
                 break
-            if candidates and max(1, t * p // g) > min(c.nodes for c in candidates):
+            if candidates and max(1, r // g) > min(c.nodes for c in candidates):
                 # replicas of more nodes than a deployment found need more instances than it:
                 # they cannot win (the choice ranks fewer instances first), nor can larger ones
                 break
-            fit = self.fit_replica(t, p, ctx, best, pool)
-            if fit is None:
-                continue
-            sizes_done.add(t * p)
-            option = self._deploy(ctx, *fit, limits)
-            if option is not None:
-                candidates.append(option)
+            for t, p in self.replica_shapes(r, g, ctx.tp_cap):
+                fit = self.fit_replica(t, p, ctx, nearest, pool)
+                if fit is None:
+                    continue
+                option = self._deploy(ctx, *fit, limits)
+                if option is not None:
+                    candidates.append(option)
+                break
         if candidates:
             return GroupVerdict(options=(self._choose(candidates, ctx),))
         if limits:
@@ -146,21 +205,23 @@ class ServingPlanner:
             return GroupVerdict(rejection=pool[0])
 
         def fits_on(tp_cap: int, max_nodes: int) -> int | None:
-            def fits(nodes: int) -> bool:  # some replica of up to ``nodes`` nodes fits
-                return any(self._fits(t, p, ctx) for t, p in self.replica_shapes(g, tp_cap, nodes))
+            """Nodes of the smallest replica size that fits (sizes ascend in nodes)."""
+            key = (g, tp_cap, max_nodes, ctx.key.memory_exposed_bytes, ctx.usable_bytes)
+            if key not in self._fits_on:
+                self._fits_on[key] = next(
+                    (
+                        max(1, r // g)
+                        for r, _ in self.replica_sizes(g, max_nodes)
+                        if any(
+                            self.replica_fits(t, p, ctx)
+                            for t, p in self.replica_shapes(r, g, tp_cap)
+                        )
+                    ),
+                    None,
+                )
+            return self._fits_on[key]
 
-            return smallest_fitting_power(fits, max_nodes)
-
-        return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, best))
-
-    def _fits(self, t: int, p: int, ctx: GroupContext) -> bool:
-        """Whether a ``t x p`` replica fits the group's GPU (:meth:`fit_replica`), memoised by
-        the GPU's exposed and usable bytes: groups of one GPU type share it."""
-        key = (t, p, ctx.key.memory_exposed_bytes, ctx.usable_bytes)
-        found = self._replica_fits.get(key)
-        if found is None:
-            found = self._replica_fits[key] = self.fit_replica(t, p, ctx, [], []) is not None
-        return found
+        return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, nearest))
 
     def _deploy(
         self,
@@ -177,17 +238,22 @@ class ServingPlanner:
         r = replica.gpus
         replica_nodes = max(1, r // g)
         link = links(ctx.gpu, ctx.domain, g, replica_nodes, key.network_gbit_per_s)
-        estimate: InferenceEstimate = estimate_inference(
-            self.space.arch,
-            workload,
-            replica,
-            memory,
-            ctx.gpu,
-            ctx.compute,
-            link,
-            limit,
-            ctx.efficiency,
-        )
+        # memoised: groups of one GPU differing only in what the replica does not use (the
+        # network of a one-node replica, the provider) share the estimate
+        speed_key = (replica, key.memory_exposed_bytes, ctx.gpu.id, ctx.compute, link, limit)
+        estimate: InferenceEstimate | None = self._speeds.get(speed_key)
+        if estimate is None:
+            estimate = self._speeds[speed_key] = estimate_inference(
+                self.space.arch,
+                workload,
+                replica,
+                memory,
+                ctx.gpu,
+                ctx.compute,
+                link,
+                limit,
+                ctx.efficiency,
+            )
         needed = 1
         if limit:
             needed = max(needed, math.ceil(workload.concurrency / limit))
@@ -240,7 +306,7 @@ class ServingPlanner:
             replicas=replicas,
             time_hours=workload.serving_hours,
             tokens_per_second=replicas * estimate.tokens_per_second,
-            notes=self.space.topology_notes(plan, ctx, replica_nodes),
+            notes=self.space.topology_notes(plan, ctx, replica_nodes, nodes),
             warnings=ctx.warnings,
         )
 
@@ -248,9 +314,10 @@ class ServingPlanner:
         smallest = candidates[0]
         chosen = smallest
         if self.throughput_matters:
+            g = ctx.key.gpu_count
             chosen = min(
                 candidates,
-                key=lambda o: (o.nodes, -o.tokens_per_second / o.plan.gpus, o.plan.gpus),
+                key=lambda o: (o.nodes, -o.tokens_per_second / (o.nodes * g), o.plan.gpus),
             )
         replica_gpus = chosen.plan.tensor_parallel * chosen.plan.pipeline_parallel
         smallest_gpus = smallest.plan.tensor_parallel * smallest.plan.pipeline_parallel

@@ -2,19 +2,29 @@
 interconnect and network), the values it produces, and the explanations of a group that
 fits nothing.
 
-Search space (bounded and deterministic; every degree is a power of two):
+Search space (bounded and deterministic):
 
-* tensor parallel ``t``: divides the node's GPU count and the attention heads (KV heads may
-  replicate, DESIGN "Inference"), at most the NVLink domain, or
+* tensor parallel ``t``: a power of two dividing the GPUs of a node in use and the attention
+  heads (KV heads may replicate, DESIGN "Inference"), at most the NVLink domain (itself at
+  most the GPU's scale-up domain: 8 on an HGX H100 board,
+  :func:`~gpu_advisor.core.planner.hardware.nvlink_domain_size`), or
   :data:`~gpu_advisor.core.planner.hardware.PCIE_MAX_TENSOR_PARALLEL` on PCIe-only GPUs;
   never across nodes;
-* pipeline parallel ``p``: at most the layer count; stages may span nodes;
-* expert parallel ``e`` (MoE): divides the routed experts and ``t x d``;
+* pipeline parallel ``p``: any divisor of the GPUs left after TP (pipeline stages need not
+  be a power of two: 6 GPUs run TP=2 x PP=3), at most the layer count and
+  :data:`PIPELINE_MAX`; stages may span nodes;
+* expert parallel ``e`` (MoE): a power of two dividing the routed experts and ``d``;
 * data parallel: the rest of the GPUs; ZeRO stage (training): the workload's ``sharding``,
   else the lowest of none / zero1 / zero2 / zero3 that fits (ZeRO-1/2 move the same bytes as
   plain data parallel, ZeRO-3 1.5x: Rajbhandari et al. 2020, section 7);
 * nodes: 1, 2, 4, ... up to ``max_nodes`` and ``max_gpus`` -- more than one only on offers whose
   network is cluster-grade (InfiniBand, EFA, RoCE with a bandwidth).
+
+Plans use every GPU of the instances they run on where one fits. Where none does on a node
+whose GPU count is not a power of two, plans that leave GPUs idle are searched too: training
+on :func:`idle_width` GPUs of each node (6 -> 4), serving replicas of a power-of-two size that
+does not divide the node (4 on 6 GPUs); the rationale says how many GPUs sit idle, which the
+price still pays for (``idle_gpus``).
 
 Memory falls as any degree grows, so the search stops at the first fitting plan in the order
 t, p, e, ZeRO: for each ``(t, p)`` the preferred plan (least EP, lowest ZeRO stage) is asked
@@ -28,10 +38,14 @@ separate options (cost, time and deadline trade them off per offer), from the fi
 up to the first that meets the deadline -- or all of them for ``time_to_result``.
 Training is in :mod:`gpu_advisor.core.planner.training`, serving in
 :mod:`gpu_advisor.core.planner.serving`.
+
+A group that fits nothing is explained by its nearest miss: the plan with the smallest
+per-GPU requirement the search met (:class:`Nearest`), quoted with its numbers.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -42,9 +56,11 @@ from gpu_advisor.core.gpus import GpuSpec
 from gpu_advisor.core.offers import Interconnect
 from gpu_advisor.core.planner.estimator import MemoMemory
 from gpu_advisor.core.planner.hardware import (
+    PCIE_MAX_TENSOR_PARALLEL,
     ComputePath,
     max_tensor_parallel,
     nvlink_domain_size,
+    scale_up_fabric,
 )
 from gpu_advisor.core.planner.performance import (
     InferenceEstimate,
@@ -60,7 +76,8 @@ is already a 512-GPU cluster; an offer that needs more is explained by its memor
 instead. (``max_nodes`` itself may go to 1024.)"""
 
 PIPELINE_MIN_SAVING = 0.02
-"""The PP search stops when doubling PP lowers the per-GPU requirement by less than this."""
+"""The PP search stops when doubling PP lowers the per-GPU requirement by less than this (a
+step from ``p`` to ``p'`` must save ``PIPELINE_MIN_SAVING x log2(p' / p)``)."""
 
 PIPELINE_MAX = 64
 """Largest pipeline-parallel degree searched: the 1-trillion-parameter Megatron-LM run used
@@ -142,6 +159,74 @@ def powers_of_two(limit: int) -> Iterator[int]:
     while value <= limit:
         yield value
         value *= 2
+
+
+def divisors(n: int, limit: int) -> list[int]:
+    """The divisors of ``n`` up to ``limit``, ascending (O(sqrt n))."""
+    small: list[int] = []
+    large: list[int] = []
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d * d != n:
+                large.append(n // d)
+        d += 1
+    return [v for v in (*small, *reversed(large)) if v <= limit]
+
+
+def idle_width(gpus_per_node: int) -> int | None:
+    """GPUs per node that plans leaving GPUs idle use: the largest power of two below
+    ``gpus_per_node`` (6 -> 4, 10 -> 8, 12 -> 8); None when the count is a power of two
+    (its plans already use every GPU)."""
+    if gpus_per_node & (gpus_per_node - 1) == 0:
+        return None
+    return 1 << (gpus_per_node.bit_length() - 1)
+
+
+def pipeline_step_saves(previous: int, need: int, p_previous: int, p: int) -> bool:
+    """Whether going from ``p_previous`` to ``p`` pipeline stages saved enough of the
+    per-GPU requirement to keep searching (:data:`PIPELINE_MIN_SAVING`)."""
+    return need <= previous * (1 - PIPELINE_MIN_SAVING * math.log2(p / p_previous))
+
+
+def plan_data(plan: ParallelPlan) -> dict[str, Any]:
+    """A plan's degrees for a reason's data (rendered as ``TP=2, PP=3, DP=1``)."""
+    return {
+        "tensor_parallel": plan.tensor_parallel,
+        "pipeline_parallel": plan.pipeline_parallel,
+        "data_parallel": plan.data_parallel,
+        "expert_parallel": plan.expert_parallel,
+        "sharding": plan.sharding,
+    }
+
+
+class Nearest:
+    """The smallest per-GPU requirement a search met, with its plan (the nearest miss a
+    rejection quotes, and the plan an estimate shows when nothing fits)."""
+
+    __slots__ = ("memory", "plan")
+
+    def __init__(self) -> None:
+        self.memory: MemoryBreakdown | None = None
+        self.plan: ParallelPlan | None = None
+
+    def note(self, plan: ParallelPlan, memory: MemoryBreakdown) -> int:
+        """Keep ``(plan, memory)`` if it is the smallest so far; ``memory.total_bytes``."""
+        if self.memory is None or memory.total_bytes < self.memory.total_bytes:
+            self.memory, self.plan = memory, plan
+        return memory.total_bytes
+
+    def merge(self, other: Nearest) -> None:
+        """Keep ``other``'s nearest miss where it is smaller."""
+        if other.memory is not None and other.plan is not None:
+            self.note(other.plan, other.memory)
+
+    def data(self) -> dict[str, Any]:
+        """``need_bytes`` and the ``plan`` behind it (nothing when no plan was sized)."""
+        if self.memory is None or self.plan is None:
+            return {}
+        return {"need_bytes": self.memory.total_bytes, "plan": plan_data(self.plan)}
 
 
 class GroupContext(Struct, frozen=True, kw_only=True):
@@ -230,17 +315,21 @@ class SearchSpace:
         ]
 
     def topology_notes(
-        self, plan: ParallelPlan, ctx: GroupContext, nodes_spanned: int
+        self, plan: ParallelPlan, ctx: GroupContext, nodes_spanned: int, nodes_paid: int = 0
     ) -> tuple[Reason, ...]:
-        """Rationale codes for where the plan's parallelism runs."""
+        """Rationale codes for where the plan's parallelism runs, and the GPUs it leaves idle
+        on the ``nodes_paid`` instances (default: the nodes it spans)."""
         notes: list[Reason] = []
         t = plan.tensor_parallel
         if t > 1 and ctx.domain >= t:
-            fabric = "Infinity Fabric" if ctx.gpu.vendor == "amd" else "NVLink"
             notes.append(
                 Reason(
                     code="tp_in_nvlink_domain",
-                    data={"tensor_parallel": t, "domain": ctx.domain, "fabric": fabric},
+                    data={
+                        "tensor_parallel": t,
+                        "domain": ctx.domain,
+                        "fabric": scale_up_fabric(ctx.gpu),
+                    },
                 )
             )
         elif t * plan.pipeline_parallel > ctx.tp_cap and ctx.tp_cap < ctx.key.gpu_count:
@@ -265,17 +354,30 @@ class SearchSpace:
                     },
                 )
             )
+        paid = (nodes_paid or nodes_spanned) * ctx.key.gpu_count
+        if plan.gpus < paid:
+            notes.append(
+                Reason(
+                    code="idle_gpus",
+                    data={
+                        "gpu": ctx.gpu.id,
+                        "gpus_used": plan.gpus,
+                        "gpus_paid": paid,
+                        "searched": True,
+                    },
+                )
+            )
         return tuple(notes)
 
     def no_fit_reason(
         self,
         ctx: GroupContext,
         fits_on: Callable[[int, int], int | None],
-        best: list[MemoryBreakdown],
+        nearest: Nearest,
     ) -> Reason:
         """Why nothing fits a group, in order: TP over PCIe would fit; more nodes would fit
         (no cluster network / over max_nodes / over max_gpus); else insufficient memory with
-        the smallest per-GPU requirement seen.
+        the smallest per-GPU requirement seen and the plan behind it.
 
         Args:
             fits_on: ``(tp_cap, max_nodes) -> nodes | None``, the smallest node count on which
@@ -283,10 +385,15 @@ class SearchSpace:
         """
         key, gpu = ctx.key, ctx.gpu
         g = key.gpu_count
-        if ctx.tp_cap < g and fits_on(g, 1) == 1:
+        if ctx.domain <= PCIE_MAX_TENSOR_PARALLEL < g and fits_on(g, 1) == 1:
             return Reason(
                 code="tp_over_pcie",
-                data={"gpu": gpu.id, "gpu_count": g, "max_tensor_parallel": ctx.tp_cap},
+                data={
+                    "gpu": gpu.id,
+                    "gpu_count": g,
+                    "max_tensor_parallel": ctx.tp_cap,
+                    "fabric": scale_up_fabric(gpu),
+                },
             )
         # A one-GPU instance without a cluster network is not a cluster building block: its
         # rejection is the memory shortfall, with the numbers (issue 2 acceptance).
@@ -300,9 +407,7 @@ class SearchSpace:
                     "nodes_needed": nodes,
                     "exposed_bytes": key.memory_exposed_bytes,
                 }
-                if best:
-                    network["need_bytes"] = best[0].total_bytes
-                return Reason(code="no_cluster_network", data=network)
+                return Reason(code="no_cluster_network", data={**network, **nearest.data()})
             if nodes > self.constraints.max_nodes:
                 return Reason(
                     code="over_max_nodes",
@@ -311,14 +416,19 @@ class SearchSpace:
                         "gpu_count": g,
                         "nodes_needed": nodes,
                         "max_nodes": self.constraints.max_nodes,
+                        "exposed_bytes": key.memory_exposed_bytes,
+                        **nearest.data(),
                     },
                 )
             return Reason(
                 code="over_max_gpus",
                 data={
                     "gpu": gpu.id,
+                    "gpu_count": g,
                     "gpus_needed": nodes * g,
                     "max_gpus": self.constraints.max_gpus,
+                    "exposed_bytes": key.memory_exposed_bytes,
+                    **nearest.data(),
                 },
             )
         data: dict[str, Any] = {
@@ -326,7 +436,6 @@ class SearchSpace:
             "usable_bytes": int(ctx.usable_bytes),
             "exposed_bytes": key.memory_exposed_bytes,
             "gpu_count": g,
+            **nearest.data(),
         }
-        if best:
-            data["need_bytes"] = best[0].total_bytes
         return Reason(code="insufficient_memory", data=data)

@@ -16,13 +16,16 @@ from gpu_advisor.core.planner.hardware import Links, links
 from gpu_advisor.core.planner.performance import TrainingEstimate, estimate_training
 from gpu_advisor.core.planner.topology import (
     PIPELINE_MAX,
-    PIPELINE_MIN_SAVING,
     ZERO_STAGES,
     GroupContext,
     GroupKey,
     GroupVerdict,
+    Nearest,
     PlanOption,
     SearchSpace,
+    divisors,
+    idle_width,
+    pipeline_step_saves,
     powers_of_two,
     smallest_fitting_power,
 )
@@ -82,14 +85,15 @@ class _Found(Struct, frozen=True):
     low: float
     high: float
     plans: list[ParallelPlan]
-    smallest: MemoryBreakdown | None
+    nearest: Nearest
 
 
-def _noted(need: MemoryBreakdown, best: list[MemoryBreakdown]) -> int:
-    """``need.total_bytes``, keeping the smallest breakdown seen in ``best``."""
-    if not best or need.total_bytes < best[0].total_bytes:
-        best[:] = [need]
-    return need.total_bytes
+QLORA_SHARDINGS: tuple[Sharding, ...] = ("none", "zero3")
+"""Multi-GPU QLoRA runs as plain data parallel (DDP) or with the NF4 base sharded ZeRO-3 /
+FSDP style (Answer.AI's FSDP+QLoRA, "You can now train a 70b language model at home", 2024;
+Hugging Face PEFT docs, "FSDP + QLoRA" and "DeepSpeed ZeRO-3 + QLoRA"). bitsandbytes' NF4
+``Params4bit`` base layers have no tensor- or pipeline-parallel split in the PEFT / HF
+Trainer stack, so QLoRA plans keep TP = PP = 1; LoRA over a 16-bit base may use TP."""
 
 
 class TrainingPlanner:
@@ -104,8 +108,13 @@ class TrainingPlanner:
         # GPU-hours never fall in this model), so more nodes than the first fitting count
         # are worth pricing only for time_to_result or to meet a deadline.
         self.all_node_counts = objective == "time_to_result"
+        self.qlora = workload.method == "qlora"
         self.shardings: tuple[Sharding, ...] = (
-            (workload.sharding,) if workload.sharding else ZERO_STAGES
+            (workload.sharding,)
+            if workload.sharding
+            else QLORA_SHARDINGS
+            if self.qlora
+            else ZERO_STAGES
         )
         self._speeds: dict[tuple[Any, ...], TrainingEstimate] = {}
         self._flops = training_flops_per_token(space.arch, workload)
@@ -115,37 +124,45 @@ class TrainingPlanner:
         self._sweeps: dict[tuple[int, int], _Lazy[tuple[ParallelPlan, MemoryBreakdown]]] = {}
         self._nodes: dict[tuple[int, int, int, float], int | None] = {}
 
+    def tensor_degrees(self, gpus_per_node: int, tp_cap: int) -> list[int]:
+        """TP degrees searched (:meth:`SearchSpace.tensor_degrees`; 1 for QLoRA)."""
+        if self.qlora:
+            return [1]
+        return self.space.tensor_degrees(gpus_per_node, tp_cap)
+
     def first_fits(
         self,
         gpus_per_node: int,
         nodes: int,
         tp_cap: int,
         usable: float,
-        best: list[MemoryBreakdown],
+        nearest: Nearest,
     ) -> list[ParallelPlan]:
-        """Per TP degree, the first fitting (PP, EP, ZeRO) plan on ``nodes`` nodes.
+        """Per TP degree, the first fitting (PP, EP, ZeRO) plan on ``nodes`` nodes of
+        ``gpus_per_node`` GPUs each.
 
-        ``best`` keeps the smallest requirement seen (for rejection sentences).
+        ``nearest`` keeps the smallest requirement seen (for rejection sentences).
         """
+        # TP never exceeds the node: caps above it search alike (and share the search)
+        tp_cap = min(tp_cap, gpus_per_node)
         searches = self._fits.setdefault((gpus_per_node, nodes, tp_cap), [])
         found = next((f for f in searches if f.low <= usable < f.high), None)
         if found is None:
-            seen: list[MemoryBreakdown] = []
+            seen = Nearest()
             fit = _Fit(usable)
             plans = self._search(gpus_per_node, nodes, tp_cap, fit, seen)
-            found = _Found(fit.low, fit.high, plans, seen[0] if seen else None)
+            found = _Found(fit.low, fit.high, plans, seen)
             searches.append(found)
-        smallest = found.smallest
-        if smallest is not None and (not best or smallest.total_bytes < best[0].total_bytes):
-            best[:] = [smallest]
+        nearest.merge(found.nearest)
         return found.plans
 
     def fits_somewhere(self, gpus_per_node: int, nodes: int, tp_cap: int, usable: float) -> bool:
         """Whether a most-sharded plan of ``nodes`` nodes at the widest TP degree fits
-        ``usable`` bytes (enough to explain a rejection: "needs 4 nodes"). The widest TP
+        ``usable`` bytes (enough to explain a rejection: "needs 4 nodes ..."). The widest TP
         holds the least per GPU: it divides weights, gradients, optimizer state and (with
-        sequence parallel) activations alike. Shared by groups of any GPU."""
-        widest = self.space.tensor_degrees(gpus_per_node, tp_cap)[-1:]
+        sequence parallel) activations alike. Shared by groups of any GPU. (Plans that leave
+        GPUs idle hold more per GPU than those using them all, so they are not probed.)"""
+        widest = self.tensor_degrees(gpus_per_node, tp_cap)[-1:]
         total = gpus_per_node * nodes
         return any(need.total_bytes <= usable for t in widest for _, need in self._sweep(t, total))
 
@@ -157,10 +174,12 @@ class TrainingPlanner:
         return ("none",)
 
     def _pipeline_degrees(self, t: int, total: int) -> list[int]:
-        """PP degrees for TP ``t`` over ``total`` GPUs: powers of two dividing the rest, at
-        most the layers and :data:`PIPELINE_MAX`."""
-        limit = min(self.space.arch.num_layers, total // t, PIPELINE_MAX)
-        return [p for p in powers_of_two(limit) if total % (t * p) == 0]
+        """PP degrees for TP ``t`` over ``total`` GPUs: the divisors of ``total / t`` (pipeline
+        stages need not be a power of two), at most the layers and :data:`PIPELINE_MAX`; only
+        1 for QLoRA (:data:`QLORA_SHARDINGS`)."""
+        if self.qlora:
+            return [1]
+        return divisors(total // t, min(self.space.arch.num_layers, PIPELINE_MAX))
 
     def _loosest(self, t: int, p: int, total: int) -> ParallelPlan:
         """The most-sharded plan of ``(t, p)``: the widest EP and the last ZeRO stage."""
@@ -187,16 +206,18 @@ class TrainingPlanner:
         return iter(sweep)
 
     def _compute_sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
-        previous: int | None = None
+        previous: tuple[int, int] | None = None  # (p, requirement)
         for p in self._pipeline_degrees(t, total):
             loosest = self._loosest(t, p, total)
             need = self.space.memory(loosest)
             if need is None:
                 continue
             yield loosest, need
-            if previous is not None and need.total_bytes > previous * (1 - PIPELINE_MIN_SAVING):
+            if previous is not None and not pipeline_step_saves(
+                previous[1], need.total_bytes, previous[0], p
+            ):
                 return
-            previous = need.total_bytes
+            previous = (p, need.total_bytes)
 
     def _search(
         self,
@@ -204,31 +225,29 @@ class TrainingPlanner:
         nodes: int,
         tp_cap: int,
         fit: _Fit,
-        best: list[MemoryBreakdown],
+        nearest: Nearest,
     ) -> list[ParallelPlan]:
         total = gpus_per_node * nodes
-        degrees = self.space.tensor_degrees(gpus_per_node, tp_cap)
+        degrees = self.tensor_degrees(gpus_per_node, tp_cap)
         if not degrees:
             return []
         # Narrower TP holds more per GPU: when no most-sharded plan of the widest fits, none
-        # can (and ``best`` then holds the least any plan needs).
-        if not any(fit(_noted(need, best)) for _, need in self._sweep(degrees[-1], total)):
+        # can (and ``nearest`` then holds the least any plan needs).
+        if not any(fit(nearest.note(plan, need)) for plan, need in self._sweep(degrees[-1], total)):
             return []
         fitting: list[ParallelPlan] = []
         for t in degrees:
-            found = self._first_plan(t, total, fit, best)
+            found = self._first_plan(t, total, fit, nearest)
             if found is not None:
                 fitting.append(found)
         return fitting
 
-    def _first_plan(
-        self, t: int, total: int, fit: _Fit, best: list[MemoryBreakdown]
-    ) -> ParallelPlan | None:
+    def _first_plan(self, t: int, total: int, fit: _Fit, nearest: Nearest) -> ParallelPlan | None:
         """The first fitting plan of TP ``t``: the smallest PP degree at which one fits,
         then the preferred EP and ZeRO stage there. At each PP degree the preferred plan is
         asked first (it usually fits), then the most-sharded one; the PP degrees stop where
         :meth:`_sweep` stops."""
-        previous: int | None = None
+        previous: tuple[int, int] | None = None  # (p, least requirement)
         for p in self._pipeline_degrees(t, total):
             d = total // (t * p)
             experts = self.space.expert_degrees(d)
@@ -242,19 +261,21 @@ class TrainingPlanner:
                 sequence_parallel=t > 1,
             )
             need = self.space.memory(preferred)
-            if need is not None and fit(_noted(need, best)):
+            if need is not None and fit(nearest.note(preferred, need)):
                 return preferred
             loosest = self._loosest(t, p, total)
             least = self.space.memory(loosest)
             if least is None:
                 continue
-            if fit(_noted(least, best)):
+            if fit(nearest.note(loosest, least)):
                 found = self._first_fit(t, p, d, experts, stages, fit)
                 if found is not None:
                     return found
-            if previous is not None and least.total_bytes > previous * (1 - PIPELINE_MIN_SAVING):
+            if previous is not None and not pipeline_step_saves(
+                previous[1], least.total_bytes, previous[0], p
+            ):
                 return None
-            previous = least.total_bytes
+            previous = (p, least.total_bytes)
         return None
 
     def _first_fit(
@@ -331,6 +352,14 @@ class TrainingPlanner:
             self._speeds[key] = found
         return found
 
+    def _wider_tp(self, narrower: int, g: int, tp_cap: int) -> bool:
+        """Whether ``narrower`` GPUs per node allow a wider TP than all ``g`` do. Only then
+        can a plan leaving GPUs idle fit where none using them all does: at one TP degree
+        the per-GPU requirement never grows with the GPUs (ZeRO / PP shard over all of them,
+        activations divide by TP only)."""
+        widest = self.tensor_degrees(narrower, tp_cap)[-1:]
+        return bool(widest) and widest[0] > max(self.tensor_degrees(g, tp_cap), default=0)
+
     def _fast_enough(self, option: PlanOption) -> bool:
         """No deadline, or this option meets it: larger node counts would only cost more."""
         deadline = self.space.constraints.deadline_hours
@@ -339,14 +368,20 @@ class TrainingPlanner:
     def plan(self, ctx: GroupContext) -> GroupVerdict:
         """Per node count, the fastest fitting plan; or why none fits. Node counts stop at the
         first that fits (meeting the deadline, if any) unless the objective is
-        ``time_to_result``."""
+        ``time_to_result``. At each node count, plans using every GPU come first; only where
+        none fits are plans on :func:`idle_width` GPUs of each node searched."""
         key, gpu = ctx.key, ctx.gpu
         g = key.gpu_count
-        best: list[MemoryBreakdown] = []
+        nearest = Nearest()
         options: list[PlanOption] = []
         for n in self.node_counts(key):
-            plans = self.first_fits(g, n, ctx.tp_cap, ctx.usable_bytes, best)
-            link = links(gpu, ctx.domain, g, n, key.network_gbit_per_s)
+            width = g
+            plans = self.first_fits(g, n, ctx.tp_cap, ctx.usable_bytes, nearest)
+            narrower = idle_width(g)
+            if not plans and narrower is not None and self._wider_tp(narrower, g, ctx.tp_cap):
+                width = narrower
+                plans = self.first_fits(width, n, ctx.tp_cap, ctx.usable_bytes, nearest)
+            link = links(gpu, min(ctx.domain, width), width, n, key.network_gbit_per_s)
             fastest: tuple[float, ParallelPlan, MemoryBreakdown, TrainingEstimate] | None = None
             for plan in plans:
                 memory = self.space.memory(plan, key.memory_exposed_bytes)
@@ -383,4 +418,4 @@ class TrainingPlanner:
                 )
             return self._nodes[key]
 
-        return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, best))
+        return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, nearest))
