@@ -278,3 +278,25 @@ def test_reference_hardware_names_the_vendors_interconnect(
     texts = [n["text"] for n in result["notes"]]
     assert any(f"inside one {fabric} domain" in t for t in texts), texts
     assert not any("NVLink" in t for t in texts)
+
+
+def test_min_gpus_fills_eight_gpu_nodes_before_adding_nodes(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    # Reference offers hold 1, 2, 4 or 8 GPUs per node at $1 per GPU-hour, so 8 GPUs cost the
+    # same on one node or on eight; the tie goes to fewer nodes: ceil(min_gpus / 8) nodes.
+    # Full fine-tuning keeps 16 B per parameter (ZeRO-3 shards them over every GPU):
+    # 16 x 70.55e9 = 1.129e12 B, so no GPU type needs fewer than 8 GPUs of <= 141 GiB.
+    body = {
+        "model": {"preset": "meta-llama/Llama-3.1-70B"},
+        "workload": {"kind": "training", "method": "full", "sharding": "zero3", "tokens": 1e9},
+    }
+    rows = [r for r in _estimate(client, body)["min_gpus"] if r["min_gpus"] is not None]
+    assert rows
+    for row in rows:
+        assert row["nodes"] == -(-row["min_gpus"] // 8), row
+    by_gpu = {r["gpu"]: r for r in rows}
+    # B200 (180 GiB): 4 GPUs would hold 282e9 B each, 8 hold 141e9 B (131 GiB): one node.
+    # H100 (79.6 GiB): 8 hold 141e9 B (too much), 16 hold 70.5e9 B (65.7 GiB): two nodes.
+    assert (by_gpu["B200-180GB"]["min_gpus"], by_gpu["B200-180GB"]["nodes"]) == (8, 1)
+    assert (by_gpu["H100-SXM-80GB"]["min_gpus"], by_gpu["H100-SXM-80GB"]["nodes"]) == (16, 2)

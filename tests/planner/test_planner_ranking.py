@@ -51,7 +51,9 @@ def test_pareto_front_ignores_nan() -> None:
     assert pareto_front([1.0, float("nan"), 2.0], [2.0, 0.0, 1.0]) == [0, 2]
 
 
-def _candidates(rows: list[tuple[float, float, int, int, int]]) -> Candidates:
+def _candidates(
+    rows: list[tuple[float, float, int, int, int]], nodes: list[int] | None = None
+) -> Candidates:
     total = np.array([r[0] for r in rows])
     return Candidates(
         offer=np.arange(len(rows)),
@@ -63,23 +65,34 @@ def _candidates(rows: list[tuple[float, float, int, int, int]]) -> Candidates:
         per_million_usd=total,
         latency_seconds=np.full(len(rows), np.nan),
         gpus=np.array([r[2] for r in rows], dtype=np.int64),
+        nodes=np.array(nodes or [1] * len(rows), dtype=np.int64),
         name_rank=np.array([r[4] for r in rows], dtype=np.int64),
     )
 
 
-def test_ties_break_on_time_then_gpus_then_on_demand_then_name() -> None:
+def test_ties_break_on_nodes_then_gpus_then_time_then_on_demand_then_name() -> None:
     #        total  time  gpus spot name
     rows = [
         (10.0, 2.0, 8, 0, 0),  # 4: slower
         (10.0, 1.0, 8, 1, 1),  # 3: spot
         (10.0, 1.0, 8, 0, 3),  # 2: on-demand, later name
         (10.0, 1.0, 8, 0, 2),  # 1: on-demand, earlier name
-        (10.0, 1.0, 16, 0, 4),  # 5: more GPUs... after fewer GPUs at equal time
+        (10.0, 0.5, 16, 0, 4),  # 6: faster, but more GPUs at equal cost
         (9.0, 5.0, 16, 1, 5),  # 0: cheapest wins whatever else
+        (10.0, 0.5, 8, 0, 6),  # 7: fastest of the 8-GPU ones, but on 8 nodes
     ]
-    cands = _candidates(rows)
-    order = top_k(cands.total_usd, cands, k=6)
-    assert order == [5, 3, 2, 1, 4, 0]
+    nodes = [1, 1, 1, 1, 1, 1, 8]
+    cands = _candidates(rows, nodes)
+    order = top_k(cands.total_usd, cands, k=7)
+    assert order == [5, 3, 2, 1, 0, 4, 6]
+
+
+def test_one_eight_gpu_node_beats_eight_one_gpu_nodes_at_equal_price() -> None:
+    # /v1/estimate's min_gpus: 8 GPUs at $1 per GPU-hour either way; the 1-GPU nodes each
+    # get a whole node's network, so they finish sooner, yet one node wins.
+    rows = [(8.0, 1.0, 8, 0, 0), (8.0, 1.2, 8, 0, 1)]
+    cands = _candidates(rows, nodes=[8, 1])
+    assert top_k(cands.price_per_hour_usd, cands, k=2) == [1, 0]
 
 
 def test_top_k_is_independent_of_input_order() -> None:

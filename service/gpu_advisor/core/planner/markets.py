@@ -43,7 +43,7 @@ class OptionTable(Struct, frozen=True, kw_only=True):
 
     Attributes:
         valid: the option exists.
-        nodes / gpus: instances and GPUs used.
+        nodes / gpus: instances used and the GPUs they hold (paid for, idle ones included).
         base_seconds: uninterrupted duration (training time, NaN without ``tokens``;
             serving: serving_hours).
         tokens_per_second: whole-deployment token rate.
@@ -75,7 +75,8 @@ class MarketResult(Struct, frozen=True, kw_only=True):
 
     Per class and option, flattened (``tables``): ``total_usd``, ``price_per_hour_usd`` and
     ``per_million_usd`` as coefficients of the price; ``time_hours``, ``latency_seconds``,
-    ``tokens_per_second``, ``expected_seconds``, ``interruptions`` and ``gpus`` as they are.
+    ``tokens_per_second``, ``expected_seconds``, ``interruptions``, ``gpus`` (paid for) and
+    ``nodes`` as they are.
     ``least`` holds per class the smallest coefficient / value over valid options.
     Values are computed for the offers that need them with :meth:`values`.
     """
@@ -297,6 +298,7 @@ def price_market(
             "expected_seconds": expected.ravel(),
             "interruptions": interruptions.ravel(),
             "gpus": table.gpus[classes.group].astype(np.float64).ravel(),
+            "nodes": nodes.ravel(),
         },
         least={
             "total_usd": least(coefficient),

@@ -9,9 +9,11 @@ Objectives (smaller is better):
 * ``price_per_hour``: the deployment's price per hour (instance price x instances);
 * ``cost_per_million_tokens``: USD per million tokens trained or generated.
 
-Ties break, in order, on: total cost, time, fewer GPUs, on-demand before spot, then provider,
-instance type, region and zone names (ascending). The order is total: two candidates only
-compare equal when they are the same offer and the same market.
+Ties break, in order, on: fewer nodes (instances: one 8-GPU node before eight 1-GPU nodes,
+multi-node only where it buys something the objective counts), fewer GPUs paid for, total
+cost, time, on-demand before spot, then provider, instance type, region and zone names
+(ascending). The order is total: two candidates only compare equal when they are the same
+offer and the same market.
 
 Recommendations are distinct choices -- (provider, instance type, market) -- ranked by their
 best candidate in this order (:func:`top_choices`); the choice's other regions and zones follow
@@ -44,7 +46,8 @@ class Candidates:
         cell / price: optional; candidates of one cell share every value but the price-scaled
             ones (cost, price per hour, per million tokens), which are their ``price`` times
             the cell's coefficient (:func:`pareto_positions` uses it).
-        gpus, total_usd, time_hours, price_per_hour_usd, per_million_usd, latency_seconds:
+        gpus (paid for), nodes, total_usd, time_hours, price_per_hour_usd, per_million_usd,
+            latency_seconds:
             value columns (NaN where not defined), given, or fetched from ``fetch`` -- whole
             (:meth:`column`) or at some positions (:meth:`take`): a request reads whole only
             the columns its objective and the Pareto set need.
@@ -182,9 +185,10 @@ def _ordered(
             (
                 candidates.name_rank(positions),
                 candidates.spot[positions],
-                candidates.take("gpus", positions),
                 _nan_last(candidates.take("time_hours", positions)),
                 _nan_last(candidates.take("total_usd", positions)),
+                candidates.take("gpus", positions),
+                candidates.take("nodes", positions),
                 key[positions],
             )
         )

@@ -274,7 +274,7 @@ class Evaluation:
             for k, option in enumerate(verdict.options):
                 cells.append(g * width + k)
                 nodes.append(option.nodes)
-                gpus.append(option.plan.gpus)
+                gpus.append(option.nodes * self.index.groups[g].gpu_count)
                 base.append(nan if option.time_hours is None else option.time_hours * 3600.0)
                 rate.append(option.tokens_per_second)
                 serving = option.inference
