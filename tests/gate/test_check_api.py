@@ -371,3 +371,22 @@ def test_seventy_b_serving_passes_on_instances_of_six_ten_and_twelve_gpus(
     assert result["verdict"] == "pass", result["checks"]
     plan = result["estimate"]["plan"]
     assert plan["tensor_parallel"] * plan["pipeline_parallel"] * plan["data_parallel"] == count
+
+
+def test_a_target_short_of_activation_memory_suggests_recomputation_first(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    # The QLoRA example without gradient checkpointing (QA's trial): activations of 2,048
+    # tokens through 32 layers are kept, so one L4 (22,888 MiB) is short; with recomputation about
+    # 2 x s x h bytes per layer stay (2 x 2,048 x 4,096 x 32 = 0.5 GiB): it fits the target,
+    # which the first suggestion says -- before any suggestion to buy nodes or other GPUs.
+    body = load_example(QLORA)
+    body["workload"]["gradient_checkpointing"] = "none"
+    body["workload"]["tokens"] = 1e9
+    result = _check(client, body)
+    assert result["verdict"] == "fail"
+    first = result["suggestions"][0]
+    assert first["code"] == "enable_checkpointing"
+    assert first["data"]["gradient_checkpointing"] in ("selective", "full")
+    assert first["data"]["need_bytes"] <= 22_888 * 2**20
+    assert first["text"].startswith("set gradient_checkpointing to ")

@@ -105,4 +105,11 @@ def test_headroom_is_applied_and_can_be_suggested_away() -> None:
         "needs 57.1 GiB per GPU on 1 × H100-SXM-80GB; H100-SXM-80GB exposes 79.6 GiB "
         "(55.8 GiB usable after headroom)"
     )
-    assert "lower_headroom" in [s.code for s in result.suggestions]
+    # the largest headroom that admits it: need 60e9 + 2,048 x 131,072 + 2**30 =
+    # 61,342,177,280 B of 81,559 MiB = 85,520,809,984 B exposed: 1 - 0.7173 = 0.2827 -> 0.28
+    [headroom] = [s for s in result.suggestions if s.code == "lower_headroom"]
+    assert headroom.data["min_headroom_fraction"] == 0.28
+    assert headroom.text == (
+        "lower min_headroom_fraction to 0.28 or less: 1 × H100-SXM-80GB needs 57.1 GiB per GPU "
+        "of the 79.6 GiB it exposes"
+    )

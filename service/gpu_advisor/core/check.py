@@ -50,6 +50,7 @@ from gpu_advisor.core.planner import (
     RecommendationResult,
     recommend,
 )
+from gpu_advisor.core.planner.relax import WORKLOAD_SUGGESTIONS
 from gpu_advisor.core.planner.report import describe
 from gpu_advisor.core.results import Recommendation, RejectedGroup, Suggestion, Verdict
 from gpu_advisor.core.spec import (
@@ -214,6 +215,10 @@ def evaluate_check(
     found: list[Suggestion] = []
     if verdict == "fail":
         alternative, found = _alternative(arch, request, catalog, gpus, providers, estimate)
+        # a lighter workload that fits the target itself comes first (recompute activations
+        # before buying nodes): the planner's workload suggestions on the target
+        lighter = [s for s in first.suggestions if s.code in WORKLOAD_SUGGESTIONS]
+        found = lighter + [s for s in found if s.code not in WORKLOAD_SUGGESTIONS]
     return CheckOutcome(
         verdict=verdict,
         target=target.info,

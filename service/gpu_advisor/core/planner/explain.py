@@ -179,6 +179,37 @@ def _insufficient(d: Mapping[str, Any]) -> str:
     return f"needs {format_gib(d['need_bytes'])} per GPU on {where}; {exposes}"
 
 
+def _lighter(d: Mapping[str, Any]) -> str:
+    """``set gradient_checkpointing to 'full' and micro_batch_size to 1``: a relaxed
+    workload's changes, in the order they were tried."""
+    parts = []
+    if "gradient_checkpointing" in d:
+        parts.append(
+            f"gradient_checkpointing to '{d['gradient_checkpointing']}' (activations recomputed)"
+        )
+    if "micro_batch_size" in d:
+        parts.append(f"micro_batch_size to {d['micro_batch_size']:,}")
+    if "sequence_length" in d:
+        parts.append(f"sequence_length to {d['sequence_length']:,}")
+    joined = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    return f"set {joined}"
+
+
+def _relaxed_fit(d: Mapping[str, Any]) -> str:
+    """``8 × H100-SXM-80GB (aws p5.48xlarge us-east-1, TP=1, PP=1, DP=8, ZeRO-3) needs 61.2
+    GiB per GPU of 79.6 GiB; 3.10 h, $76.80``: what a relaxed workload gets."""
+    nodes = f" on {d['nodes']} nodes" if d["nodes"] > 1 else ""
+    text = (
+        f"{d['gpus']} × {d['gpu']}{nodes} ({d['offer']}, {_degrees(d['plan'])}) needs "
+        f"{format_gib(d['need_bytes'])} per GPU of {format_gib(d['exposed_bytes'])}"
+    )
+    if d.get("hours") is not None:
+        text += f"; {hours(d['hours'])}"
+    if d.get("total_usd") is not None:
+        text += f", {usd(d['total_usd'])}"
+    return text
+
+
 def _excluded(kind: str, names: str, field: str) -> str:
     several = "," in names or " and " in names
     return (
@@ -370,9 +401,13 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"the KV pool of {format_gib(d['kv_pool_bytes'])} on {d['gpu']} holds no full sequence"
     ),
     "lower_headroom": lambda d: (
-        f"lower min_headroom_fraction: {d['gpu']} would fit with the full "
-        f"{format_gib(d['exposed_bytes'])}"
+        f"lower min_headroom_fraction to {d['min_headroom_fraction']:.2f} or less: "
+        f"{_instance(d)} needs {format_gib(d['need_bytes'])} per GPU of the "
+        f"{format_gib(d['exposed_bytes'])} it exposes"
     ),
+    "enable_checkpointing": lambda d: f"{_lighter(d)}: {_relaxed_fit(d)}",
+    "lower_micro_batch_size": lambda d: f"{_lighter(d)}: {_relaxed_fit(d)}",
+    "lower_sequence_length": lambda d: f"{_lighter(d)}: {_relaxed_fit(d)}",
 }
 
 

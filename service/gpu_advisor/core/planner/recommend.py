@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+import msgspec
 import numpy as np
 from msgspec import Struct
 from numpy.typing import NDArray
@@ -67,6 +68,7 @@ from gpu_advisor.core.planner.ranking import (
     top_choices,
 )
 from gpu_advisor.core.planner.rejections import group_rejections, suggestions
+from gpu_advisor.core.planner.relax import workload_suggestions
 from gpu_advisor.core.planner.report import (
     MAX_OTHER_REGIONS,
     build_pareto,
@@ -136,7 +138,7 @@ def recommend(
         offers if isinstance(offers, RecommendationIndex) else build_recommendation_index(offers)
     )
     evaluation = Evaluation(arch, request, index, gpus, providers, estimate, capacity_rule)
-    return evaluation.run()
+    return evaluation.run(relax_workload=True)
 
 
 class Evaluation:
@@ -157,6 +159,8 @@ class Evaluation:
         self.index = index
         self.gpus = gpus
         self.providers = providers
+        self.estimate = estimate
+        self.capacity_rule = capacity_rule
         self.workload = request.workload
         self.training = isinstance(self.workload, TrainingWorkload)
         memory = MemoMemory(estimate, arch, self.workload, capacity_rule)
@@ -448,10 +452,9 @@ class Evaluation:
 
     # --- run -----------------------------------------------------------------------------------
 
-    def run(self) -> RecommendationResult:
-        index = self.index
-        wanted = self.visible_groups()
-        self._plan(wanted)
+    def _ranked(self) -> tuple[Outcome, Candidates, NDArray[np.float64], list[int]]:
+        """Plan the visible groups, price them, and the best ``top_k`` candidates."""
+        self._plan(self.visible_groups())
         outcome = self._outcome(all_markets=False)
         candidates = self._candidates(outcome)
         request = self.request
@@ -459,7 +462,47 @@ class Evaluation:
         if request.objective == "total_cost" and np.isnan(primary).any():
             # no token count: the cost per token ranks instead
             primary = np.where(np.isnan(primary), candidates.per_million_usd, primary)
-        best = top_choices(primary, candidates, request.top_k)
+        return outcome, candidates, primary, top_choices(primary, candidates, request.top_k)
+
+    def _replan(self, request: RecommendationRequest) -> list[Recommendation]:
+        """The best recommendation of ``request`` on the same offers (no explanations)."""
+        ask = msgspec.structs.replace(request, top_k=1)
+        nested = Evaluation(
+            self.arch,
+            ask,
+            self.index,
+            self.gpus,
+            self.providers,
+            self.estimate,
+            self.capacity_rule,
+        )
+        outcome, candidates, _, best = nested._ranked()
+        return [
+            build_recommendation(nested, outcome, candidates, position, rank)
+            for rank, position in enumerate(best, start=1)
+        ]
+
+    def _workload_suggestions(self) -> list[Suggestion]:
+        """:func:`~.relax.workload_suggestions` where no visible group fits technically."""
+        verdicts = [self.verdicts[g] for g in self.visible_groups().tolist()]
+        if any(v is not None and v.options for v in verdicts):
+            return []  # something fits in memory: the binding limits are numbers or filters
+        reasons = [v.rejection for v in verdicts if v is not None and v.rejection is not None]
+        headroom_binds = self.request.constraints.min_headroom_fraction > 0 and any(
+            r.code == "insufficient_memory"
+            and r.data.get("need_bytes", r.data["exposed_bytes"]) < r.data["exposed_bytes"]
+            for r in reasons
+        )
+        return workload_suggestions(
+            self.request, {r.code for r in reasons}, self._replan, headroom_binds=headroom_binds
+        )
+
+    def run(self, *, relax_workload: bool = False) -> RecommendationResult:
+        """Rank, explain and, when nothing fits, suggest; ``relax_workload`` also tries
+        lighter workloads (:mod:`.relax`: one planning each)."""
+        index = self.index
+        request = self.request
+        outcome, candidates, primary, best = self._ranked()
         recommendations = []
         for rank, position in enumerate(best, start=1):
             others, count = same_choice(primary, candidates, position, MAX_OTHER_REGIONS)
@@ -470,9 +513,10 @@ class Evaluation:
         pareto = build_pareto(self, candidates, front, best)
         found: list[Suggestion] = []
         if not recommendations:
+            lighter = self._workload_suggestions() if relax_workload else []
             self._plan(np.arange(len(index.groups), dtype=np.intp))
             outcome = self._outcome(all_markets=True)
-            found = suggestions(self, outcome)
+            found = lighter + suggestions(self, outcome)
         return RecommendationResult(
             objective=request.objective,
             recommendations=recommendations,

@@ -3,6 +3,7 @@ fits -- suggestions: which constraint to relax and what the nearest feasible opt
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -357,6 +358,10 @@ def _relax_structure(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
     the missing piece."""
     index = ev.index
     visible = ev.visible_groups().tolist()
+    if any((v := ev.verdicts[g]) is not None and v.options for g in visible):
+        # Some offer that passes the filters fits: what binds is a number (budget, deadline,
+        # max price) or the spot policy, relaxed above -- other hardware would not help.
+        return []
     reasons = [
         (g, v.rejection)
         for g in visible
@@ -388,9 +393,20 @@ def _relax_structure(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
         best = min(memory, key=lambda r: r.data["need_bytes"])
         largest = max(k.memory_exposed_bytes for k in index.groups)
         headroom = ev.request.constraints.min_headroom_fraction
-        close = [r for r in memory if r.data["need_bytes"] <= r.data["exposed_bytes"]]
+        close = [r for r in memory if r.data["need_bytes"] < r.data["exposed_bytes"]]
         if headroom > 0 and close:
-            found.append(_suggest("lower_headroom", dict(close[0].data)))
+            # the largest headroom that admits the nearest miss: 1 - need / exposed, rounded
+            # down to the hundredth the value is shown with
+            nearest = min(close, key=lambda r: r.data["need_bytes"] / r.data["exposed_bytes"])
+            admits = math.floor(
+                (1 - nearest.data["need_bytes"] / nearest.data["exposed_bytes"]) * 100
+            )
+            if admits > 0:
+                found.append(
+                    _suggest(
+                        "lower_headroom", {**nearest.data, "min_headroom_fraction": admits / 100}
+                    )
+                )
         if best.data["need_bytes"] > largest:  # else larger GPUs exist and failed otherwise
             found.append(
                 _suggest(
