@@ -134,6 +134,16 @@ def test_explicit_plan_on_hardware(client: TestClient) -> None:  # type: ignore[
             "hardware.gpu_count",
         ),
         (
+            {
+                "model": {"preset": "meta-llama/Llama-3.1-8B"},
+                "workload": {"kind": "training", "method": "qlora"},
+                "hardware": {"gpu": "RTX4090", "gpu_count": 2},
+                "plan": {"tensor_parallel": 2},  # NF4 base: DDP or FSDP-QLoRA only
+            },
+            422,
+            "plan.tensor_parallel",
+        ),
+        (
             {"model": {"preset": "no-such/model"}, "workload": {"kind": "inference"}},
             422,
             "model.preset",

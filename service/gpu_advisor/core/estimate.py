@@ -58,6 +58,7 @@ from gpu_advisor.core.spec import (
     Objective,
     PlanSpec,
     RecommendationRequest,
+    TrainingWorkload,
 )
 
 REFERENCE_PROVIDER = ProviderInfo(
@@ -314,6 +315,25 @@ def _check_plan(plan: ParallelPlan, gpu: GpuSpec, hardware: HardwareInfo) -> lis
     return [rendered(n) for n in notes]
 
 
+def check_qlora_plan(workload: TrainingWorkload | InferenceWorkload, plan: ParallelPlan) -> None:
+    """QLoRA runs data parallel only: DDP, or ZeRO-3 / FSDP over the NF4 base (see
+    :data:`~gpu_advisor.core.planner.training.QLORA_SHARDINGS` for the sources).
+
+    Raises:
+        InvalidSpecError: ``plan.tensor_parallel`` or ``plan.pipeline_parallel`` above 1.
+    """
+    if not isinstance(workload, TrainingWorkload) or workload.method != "qlora":
+        return
+    for name in ("tensor_parallel", "pipeline_parallel"):
+        if getattr(plan, name) > 1:
+            raise InvalidSpecError(
+                f"QLoRA keeps its bitsandbytes NF4 base whole on every GPU: {name} must be 1; "
+                "split the work with data_parallel (sharding none for DDP, zero3 or fsdp for "
+                "FSDP-QLoRA)",
+                field=f"plan.{name}",
+            )
+
+
 def _nearest_plan(rejected: list[RejectedGroup]) -> ParallelPlan | None:
     """The plan a rejection quotes as its nearest miss (``data.plan``), if any."""
     for group in rejected:
@@ -349,7 +369,8 @@ def estimate(
     Raises:
         InvalidSpecError: more GPUs per node than real nodes hold (``hardware.gpu_count``), a
             plan with more GPUs than the hardware (``plan``), TP across nodes
-            (``plan.tensor_parallel``) or a plan that cannot run the model (``plan.*``).
+            (``plan.tensor_parallel``), TP or PP with QLoRA (``plan.*``) or a plan that cannot
+            run the model (``plan.*``).
     """
     workload = request.workload
     kv_per_token = (
@@ -358,6 +379,8 @@ def estimate(
     hardware = request.hardware
     if hardware is not None and gpu is not None:
         check_gpus_per_node(gpu, hardware.gpu_count, "hardware.gpu_count")
+    if request.plan is not None:
+        check_qlora_plan(workload, parallel_plan(request.plan))
     if hardware is None or gpu is None:
         plan = parallel_plan(request.plan) if request.plan is not None else ParallelPlan()
         memory = estimate_memory(arch, workload, plan)

@@ -205,7 +205,17 @@ class PlanSpec(_Request, frozen=True):
 
 class HardwareSpec(_Request, frozen=True):
     gpu: Annotated[str, Meta(min_length=1, max_length=100, description="GPU id or alias.")]
-    gpu_count: Annotated[int, Meta(ge=1, le=100_000)] = 1
+    gpu_count: Annotated[
+        int,
+        Meta(
+            ge=1,
+            le=100_000,
+            description=(
+                "GPUs per node: at most 16 (HGX-2 / DGX-2 class; 8 on HGX/DGX boards), 72 for "
+                "GB200 NVL72; use nodes for more."
+            ),
+        ),
+    ] = 1
     nodes: Annotated[int, Meta(ge=1, le=10_000)] = 1
 
 
@@ -271,7 +281,16 @@ class CheckTarget(_Request, frozen=True):
         Annotated[str, Meta(min_length=1, max_length=100, description="GPU id or alias.")] | None
     ) = None
     gpu_count: (
-        Annotated[int, Meta(ge=1, le=100_000, description="GPUs per node with `gpu` (default 1).")]
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                le=100_000,
+                description=(
+                    "GPUs per node with `gpu` (default 1): at most 16, 72 for GB200 NVL72."
+                ),
+            ),
+        ]
         | None
     ) = None
     nodes: (
