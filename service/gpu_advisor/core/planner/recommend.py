@@ -44,6 +44,7 @@ from gpu_advisor.core.planner.cost import (
 from gpu_advisor.core.planner.estimator import CapacityRule, MemoMemory, MemoryEstimator
 from gpu_advisor.core.planner.explain import REJECTION_CODES
 from gpu_advisor.core.planner.hardware import (
+    ComputePath,
     compute_capability,
     compute_path,
     has_published_rates,
@@ -173,6 +174,7 @@ class Evaluation:
             case InferenceWorkload():
                 self.plan_group = ServingPlanner(space, self.workload, request.objective).plan
         self.verdicts: list[GroupVerdict | None] = [None] * len(index.groups)
+        self._computes: dict[str, ComputePath | GroupVerdict] = {}
         self.filter_code = self._filter_codes()
         rates, unknown = self._spot_rates()
         self.spot_rate_by_provider = rates
@@ -209,23 +211,23 @@ class Evaluation:
 
     # --- planning ------------------------------------------------------------------------------
 
-    def _verdict(self, key: GroupKey) -> GroupVerdict:
-        gpu = self.gpus.get(key.gpu)
-        if gpu is None:
-            return GroupVerdict(rejection=Reason(code="unknown_gpu", data={"gpu": key.gpu}))
+    def _compute(self, gpu: GpuSpec) -> ComputePath | GroupVerdict:
+        """The GPU's compute path for the workload's dtype, or the rejection of a GPU that
+        cannot run it; memoised per GPU."""
+        found = self._computes.get(gpu.id)
+        if found is not None:
+            return found
         match self.workload:
             case TrainingWorkload():
                 dtype = training_compute_dtype(self.workload)
-                mfu = self.workload.mfu
             case InferenceWorkload():
                 dtype = inference_weight_dtype(self.arch, self.workload)
-                mfu = None
         compute = compute_path(gpu, dtype)
         if compute is None and not has_published_rates(gpu):
-            return GroupVerdict(
+            found = GroupVerdict(
                 rejection=Reason(code="gpu_rate_unknown", data={"gpu": gpu.id, "dtype": dtype})
             )
-        if compute is None:
+        elif compute is None:
             data: dict[str, Any] = {
                 "dtype": dtype,
                 "gpu": gpu.id,
@@ -234,7 +236,20 @@ class Evaluation:
             capability = compute_capability(gpu)
             if capability is not None:
                 data["compute_capability"] = f"{capability[0]}.{capability[1]}"
-            return GroupVerdict(rejection=Reason(code="dtype_unsupported", data=data))
+            found = GroupVerdict(rejection=Reason(code="dtype_unsupported", data=data))
+        else:
+            found = compute
+        self._computes[gpu.id] = found
+        return found
+
+    def _verdict(self, key: GroupKey) -> GroupVerdict:
+        gpu = self.gpus.get(key.gpu)
+        if gpu is None:
+            return GroupVerdict(rejection=Reason(code="unknown_gpu", data={"gpu": key.gpu}))
+        compute = self._compute(gpu)
+        if isinstance(compute, GroupVerdict):
+            return compute
+        mfu = self.workload.mfu if isinstance(self.workload, TrainingWorkload) else None
         max_gpus = self.request.constraints.max_gpus
         if max_gpus is not None and key.gpu_count > max_gpus:
             return GroupVerdict(

@@ -240,7 +240,17 @@ class ServingPlanner:
         link = links(ctx.gpu, ctx.domain, g, replica_nodes, key.network_gbit_per_s)
         # memoised: groups of one GPU differing only in what the replica does not use (the
         # network of a one-node replica, the provider) share the estimate
-        speed_key = (replica, key.memory_exposed_bytes, ctx.gpu.id, ctx.compute, link, limit)
+        speed_key = (
+            replica.tensor_parallel,
+            replica.pipeline_parallel,
+            replica.expert_parallel,
+            key.memory_exposed_bytes,
+            ctx.gpu.id,
+            link.tp_medium,
+            link.tp_bytes_per_s,
+            link.dp_bytes_per_s,
+            limit,
+        )
         estimate: InferenceEstimate | None = self._speeds.get(speed_key)
         if estimate is None:
             estimate = self._speeds[speed_key] = estimate_inference(
