@@ -4,6 +4,8 @@ Memory comes from ``toy_estimate`` (arithmetic in fixtures.py)."""
 
 from __future__ import annotations
 
+import msgspec
+
 from gpu_advisor.core.planner import recommend
 from gpu_advisor.core.planner.topology import divisors, idle_width
 from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
@@ -188,3 +190,33 @@ def test_a_multi_node_shortfall_quotes_the_closest_plan_within_the_limit() -> No
     need = group.data["need_bytes"]
     assert need == 16 * 100 * 10**9 // 16 + 2 * GIB // group.data["plan"]["tensor_parallel"] + GIB
     assert group.text.startswith("needs 4 nodes of 8 × H100-SXM-80GB; max_nodes is 2 (the ")
+
+
+def test_training_leaves_gpus_idle_only_where_a_wider_tp_is_what_fits() -> None:
+    # Activations of 164e9 B / TP (no recomputation, sequence parallel) dominate; states are
+    # 16 x 1e9 = 16e9 B over TP x PP (sharding "none"). On 6 GPUs TP is 1 or 2:
+    #   TP=2 x PP=3: 16e9 / 6 + 164e9 / 2 + 1 GiB = 85.74e9 B > 85.52e9 B exposed;
+    # 4 of the 6 GPUs allow TP=4: 16e9 / 4 + 164e9 / 4 + 1 GiB = 46.07e9 B: fits, 2 idle.
+    def heavy(arch, workload, plan, *, capacity_bytes=None):  # type: ignore[no-untyped-def]
+        base = toy_estimate(arch, workload, plan, capacity_bytes=capacity_bytes)
+        activations = 164 * 10**9 // plan.tensor_parallel
+        return msgspec.structs.replace(
+            base,
+            activations_bytes=activations,
+            total_bytes=base.total_bytes - base.activations_bytes + activations,
+        )
+
+    arch = make_arch(10**9)
+    workload = TrainingWorkload(tokens=1e9, sequence_length=4096, sharding="none")
+    offer = make_offer("H100-SXM-80GB", 6)
+    result = recommend(arch, make_request(workload), [offer], GPUS, {}, heavy)
+
+    [best] = result.recommendations
+    plan = best.plan
+    assert (plan.tensor_parallel, plan.pipeline_parallel, plan.data_parallel) == (4, 1, 1)
+    expected = 16 * 10**9 // 4 + 164 * 10**9 // 4 + GIB
+    assert best.memory_per_gpu.total_bytes == expected
+    assert (
+        "uses 4 of the 6 H100-SXM-80GB GPUs paid for: 2 sit idle (no plan using all of them fits)"
+        in [r.text for r in best.rationale]
+    )

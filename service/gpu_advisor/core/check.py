@@ -86,6 +86,7 @@ _TOPOLOGY_NOTES: Final = frozenset(
         "single_gpu_replica",
         "split_to_fit",
         "tp_for_throughput",
+        "idle_gpus",
     }
 )
 _PRICE_NOTES: Final = frozenset({"summary", "billing", "per_million_tokens", "checkpoint_storage"})
