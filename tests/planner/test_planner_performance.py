@@ -20,6 +20,7 @@ from gpu_advisor.core.planner.performance import (
     estimate_inference,
     estimate_training,
     gradient_sync_bytes,
+    deployment_tokens_per_second,
     max_concurrency,
     ring_allreduce_seconds,
 )
@@ -144,14 +145,39 @@ def test_ring_allreduce() -> None:
 
 def test_max_concurrency_from_the_kv_pool() -> None:
     workload = InferenceWorkload(concurrency=8, context_length=4096)
-    # KV of 8 sequences = 4 GiB -> 0.5 GiB each; a 10 GiB pool holds 20.
+    one_replica = ParallelPlan()
+    # KV of 8 sequences = 4 GiB -> 0.5 GiB each; a 10 GiB pool holds 20 (the usable 80 GiB
+    # would hold (80 - 6) / 0.5 = 148 beside the 6 GiB of weights: the pool binds).
     memory = MemoryBreakdown(
-        weights_bytes=0, kv_cache_bytes=4 * GIB, total_bytes=0, kv_pool_bytes=10 * GIB
+        weights_bytes=6 * GIB, kv_cache_bytes=4 * GIB, total_bytes=10 * GIB, kv_pool_bytes=10 * GIB
     )
-    assert max_concurrency(memory, workload, usable_bytes=0) == 20
-    generic = MemoryBreakdown(weights_bytes=6 * GIB, kv_cache_bytes=4 * GIB, total_bytes=10 * GIB)
-    # no engine pool: usable 20 GiB - 6 GiB of non-KV = 14 GiB -> 28 sequences
-    assert max_concurrency(generic, workload, usable_bytes=20 * GIB) == 28
+    assert max_concurrency(memory, workload, one_replica, usable_bytes=80 * GIB) == 20
+    # with headroom only 14 GiB usable: (14 - 6) / 0.5 = 16 < 20
+    assert max_concurrency(memory, workload, one_replica, usable_bytes=14 * GIB) == 16
+    # two replicas (data_parallel 2): the breakdown holds a share of 4 sequences, 1 GiB each
+    assert max_concurrency(memory, workload, ParallelPlan(data_parallel=2), 80 * GIB) == 10
+    # no engine pool (generic engine): the prefill activations grow with the batch too:
+    # 2 GiB for 8 sequences = 0.25 GiB each; usable 20 GiB - 6 GiB of weights = 14 GiB
+    # -> 14 / (0.5 + 0.25) = 18.7 -> 18 sequences
+    generic = MemoryBreakdown(
+        weights_bytes=6 * GIB, kv_cache_bytes=4 * GIB, activations_bytes=2 * GIB, total_bytes=12 * GIB
+    )
+    assert max_concurrency(generic, workload, one_replica, usable_bytes=20 * GIB) == 18
+
+
+def test_deployment_rate_sums_the_busy_replicas() -> None:
+    def rate(batch: int) -> float:  # a replica's tokens/s at a batch: 100 x batch^0.5
+        return 100.0 * batch**0.5
+
+    # 10 sequences over 4 replicas: 2 replicas serve 3, 2 serve 2
+    assert deployment_tokens_per_second(rate, 10, 4) == pytest.approx(
+        2 * 100 * 3**0.5 + 2 * 100 * 2**0.5
+    )
+    # one sequence runs on one replica: 8 replicas are as fast as 1
+    assert deployment_tokens_per_second(rate, 1, 8) == deployment_tokens_per_second(rate, 1, 1)
+    assert deployment_tokens_per_second(rate, 1, 8) == 100.0
+    # 3 sequences on 8 replicas: 3 busy ones
+    assert deployment_tokens_per_second(rate, 3, 8) == pytest.approx(300.0)
 
 
 def test_decode_is_bandwidth_bound_at_batch_one() -> None:
