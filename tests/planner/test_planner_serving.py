@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from msgspec import structs
 
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.planner import RecommendationResult, recommend
@@ -86,9 +87,7 @@ def test_throughput_target_adds_replicas_over_the_sequences() -> None:
     assert best.nodes == 2
     assert best.performance.replicas == 2
     assert best.performance.sequences_per_replica == 8
-    assert best.performance.tokens_per_second == pytest.approx(
-        2 * r8.performance.tokens_per_second
-    )
+    assert best.performance.tokens_per_second == pytest.approx(2 * r8.performance.tokens_per_second)
     assert best.cost.price_per_hour_usd == pytest.approx(2 * 10.0)
 
 
@@ -111,8 +110,7 @@ def test_a_target_one_sequence_per_replica_cannot_reach_asks_for_more_concurrenc
     [suggestion] = result.suggestions
     assert suggestion.code == "raise_concurrency"
     assert suggestion.text.startswith(
-        f"raise concurrency to at least 2, or lower target_tokens_per_second to at most "
-        f"{rate:,.0f}"
+        f"raise concurrency to at least 2, or lower target_tokens_per_second to at most {rate:,.0f}"
     )
     # on 8 NVLink GPUs, tensor parallel speeds the one sequence up instead; the rationale
     # says why the replica has several GPUs
@@ -227,3 +225,55 @@ def test_latency_objective_ranks_serving_by_request_latency() -> None:
     assert first.performance.request_latency_seconds < second.performance.request_latency_seconds
     # the Pareto set trades the cheap slow L4 against the fast H100
     assert [p.instance_type for p in result.pareto] == ["l4-24gb-x1", "h100-sxm-80gb-x1"]
+
+
+def test_fewer_instances_win_over_one_gpu_replicas() -> None:
+    # 7e9 params on 8 x H100 (81,559 MiB = 85,521,547,264 B each; vLLM reserves
+    # int(0.9 x 85,521,547,264) = 76,969,392,537 B):
+    # * one-GPU replicas: pool 76,969,392,537 - 14e9 - 1 GiB = 61,895,650,713 B / 0.5 GiB per
+    #   4,096-token sequence -> 115 each; 1,000 sequences need ceil(1000 / 115) = 9 replicas
+    #   = 2 instances of 8;
+    # * TP=2 replicas: pool per GPU 76,969,392,537 - 7e9 - 1 GiB = 68,895,650,713 B / 0.25 GiB
+    #   per sequence per GPU -> 256 each; 4 replicas per instance hold 1,024 >= 1,000: one
+    #   instance. Fewer instances win; each replica serves ceil(1000 / 4) = 250 sequences.
+    assert 61_895_650_713 // 536_870_912 == 115
+    assert 68_895_650_713 // 268_435_456 == 256
+    result = _serve(InferenceWorkload(concurrency=1000), [make_offer("H100-SXM-80GB", 8)])
+    [best] = result.recommendations
+    assert best.nodes == 1
+    assert (best.plan.tensor_parallel, best.plan.data_parallel) == (2, 4)
+    assert best.performance.sequences_per_replica == 250
+    assert best.performance.max_concurrency_per_replica == 256
+    assert best.performance.max_concurrency == 4 * 256
+    assert best.memory_per_gpu.kv_cache_bytes == 250 * 268_435_456
+    [note] = [r for r in best.rationale if r.code == "split_for_concurrency"]
+    assert note.text == (
+        "2 GPUs per replica to serve 1,000 concurrent sequences on 1 instance: one-GPU "
+        "replicas hold 115 each and need 2 instances"
+    )
+
+
+def test_a_context_longer_than_the_model_was_trained_for_is_rejected() -> None:
+    # The model's max_position_embeddings is 8,192: a 16,384-token context is refused (vLLM
+    # will not start with a longer max_model_len) on every offer, with a suggestion naming
+    # the limit; 8,192 itself is served.
+    arch = structs.replace(make_arch(7 * 10**9), max_position_embeddings=8192)
+    offers = [make_offer("H100-SXM-80GB", 8), make_offer("L4-24GB", 1, interconnect="pcie")]
+    too_long = recommend(
+        arch, make_request(InferenceWorkload(context_length=16_384)), offers, GPUS, {}, toy_estimate
+    )
+    assert too_long.recommendations == []
+    assert {g.code for g in too_long.rejected} == {"context_exceeds_model"}
+    assert too_long.rejected[0].text == (
+        "context_length 16,384 is longer than the 8,192 tokens toy was trained for "
+        "(max_position_embeddings): a serving engine refuses it"
+    )
+    [suggestion] = too_long.suggestions
+    assert suggestion.code == "lower_context_length"
+    assert suggestion.text == (
+        "lower context_length (prompt + output tokens) to at most 8,192, the trained context of toy"
+    )
+    at_limit = recommend(
+        arch, make_request(InferenceWorkload(context_length=8192)), offers, GPUS, {}, toy_estimate
+    )
+    assert at_limit.recommendations

@@ -350,6 +350,12 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         "(max_position_embeddings): a serving engine refuses it"
     ),
     "target_over_concurrency": _target_over_concurrency,
+    "kv_pool_short": lambda d: (
+        f"the KV cache of {_plural(d['sequences'], 'sequence')} of {d['context_length']:,} "
+        f"tokens per replica needs {format_gib(d['kv_cache_bytes'])} per GPU; the KV pool on "
+        f"{d['gpu']} at gpu_memory_utilization {d['gpu_memory_utilization']:g} holds "
+        f"{format_gib(d['kv_pool_bytes'])} ({_plural(d['max_sequences'], 'sequence')})"
+    ),
     "kv_pool_too_small": lambda d: (
         f"the KV pool of {format_gib(d['kv_pool_bytes'])} per GPU on {_instance(d)} holds no "
         f"{d['context_length']:,}-token sequence ({format_gib(d['sequence_bytes'])} each)"

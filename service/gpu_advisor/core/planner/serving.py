@@ -260,7 +260,9 @@ class ServingPlanner:
             sizes_done.add(r)
             outcome = self._size(ctx, fit)
             sized.append(outcome)
-            if outcome.rejection is not None:
+            if outcome.rejection is not None and (
+                not limits or _distance(outcome.rejection) < _distance(limits[0])
+            ):
                 limits[:] = [outcome.rejection]
         options = [s.option for s in sized if s.option is not None]
         if options:
@@ -504,6 +506,17 @@ class ServingPlanner:
             notes=(*chosen.notes, note),
             warnings=chosen.warnings,
         )
+
+
+def _distance(reason: Reason) -> tuple[int, float]:
+    """How far a replica shape's limit is from being met, to quote the nearest: a limit on
+    nodes or GPUs (the nodes or GPUs needed) before a throughput target that needs more
+    concurrency (the concurrency needed)."""
+    data = reason.data
+    for rank, key in ((0, "nodes_needed"), (0, "gpus_needed"), (1, "concurrency_needed")):
+        if key in data:
+            return (rank, float(data[key]))
+    return (2, math.inf)
 
 
 def _per_replica(sized: _Sized) -> int | None:
