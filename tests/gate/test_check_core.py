@@ -1,8 +1,9 @@
 """The gate's pure core (``gpu_advisor.core.check``) on hand-built offers and the planner tests'
 toy estimator, whose arithmetic is written out in tests/planner/fixtures.py:
 
-* inference, per GPU: weights 2 P / (TP x PP), KV concurrency x context x kv_per_token /
-  (TP x PP) with kv_per_token = 2 x layers x kv_heads x head_dim x 2, overhead 1 GiB;
+* inference, per GPU: weights 2 P / (TP x PP), KV ceil(concurrency / DP) x context x
+  kv_per_token / (TP x PP) with kv_per_token = 2 x layers x kv_heads x head_dim x 2, overhead
+  1 GiB;
 * training: 16 P / (TP x PP) of model states (ZeRO divides by DP), activations 2 GiB / TP,
   overhead 1 GiB.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import msgspec
 import pytest
 
 from gpu_advisor.core.check import (
@@ -201,3 +203,34 @@ def test_limits_the_workload_cannot_be_checked_against() -> None:
             )
         assert caught.value.field == limit
         assert "workload.tokens" in caught.value.message
+
+
+def test_a_context_beyond_the_model_fails_the_memory_check_with_the_limit() -> None:
+    arch = msgspec.structs.replace(make_arch(7_000_000_000), max_position_embeddings=2048)
+    _, request = _serving(7_000_000_000)
+    _, outcome = _evaluate(arch, request)
+    memory = _checks(outcome)["memory"]
+    assert outcome.verdict == "fail"
+    assert (memory.passed, memory.code) == (False, "context_exceeds_model")
+    assert memory.detail == (
+        "context_length 4,096 is longer than the 2,048 tokens toy was trained for "
+        "(max_position_embeddings): a serving engine refuses it"
+    )
+
+
+def test_a_throughput_target_one_sequence_cannot_reach_fails_the_topology_check() -> None:
+    # concurrency 1 on one L4: a 7e9 model decodes one sequence at a few tens of tokens/s
+    # (14e9 B of weights read per token at 300 GB/s x 0.6); 10,000 tokens/s needs more
+    # concurrent sequences, not more replicas.
+    arch, request = _serving(7_000_000_000)
+    workload = InferenceWorkload(context_length=4096, target_tokens_per_second=10_000.0)
+    request = msgspec.structs.replace(request, workload=workload)
+    _, outcome = _evaluate(arch, request)
+    checks = _checks(outcome)
+    assert outcome.verdict == "fail"
+    assert (checks["memory"].passed, checks["memory"].code) == (True, "fits_below_target")
+    assert checks["topology"].passed is False
+    assert checks["topology"].code == "target_over_concurrency"
+    # one sequence at most 300e9 x 0.6 / 14e9 = 12.9 tokens/s
+    assert checks["topology"].data["sequence_tokens_per_second"] < 300e9 * 0.6 / 14e9
+    assert checks["topology"].data["concurrency_needed"] > 10_000 / (300e9 * 0.6 / 14e9)
