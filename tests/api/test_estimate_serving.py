@@ -219,9 +219,10 @@ def test_an_encoder_only_model_reports_encoded_input_not_output(client: TestClie
 
 
 def test_a_low_gpu_memory_utilization_is_named_as_the_reason_for_tp(client: TestClient) -> None:  # type: ignore[type-arg]
-    # Llama-3.1-8B needs 17.1 GiB on one 48 GiB GPU, but vLLM at gpu_memory_utilization 0.2
-    # reserves 0.2 x 48 = 9.6 GiB, less than its 15 GiB of weights: the reason for TP=2 is
-    # the reservation, not the model's size.
+    # Llama-3.1-8B needs 17.1 GiB on one 48 GB GPU (47.2 GiB exposed, the smallest figure a
+    # cloud reports for it), but vLLM at gpu_memory_utilization 0.2 reserves
+    # 0.2 x 47.2 = 9.4 GiB, less than its 15 GiB of weights: the reason for TP=2 is the
+    # reservation, not the model's size.
     body = {
         "model": LLAMA_8B,
         "workload": {"kind": "inference", "gpu_memory_utilization": 0.2},
@@ -234,7 +235,14 @@ def test_a_low_gpu_memory_utilization_is_named_as_the_reason_for_tp(client: Test
     assert "split_for_kv_pool" in codes
     assert "split_to_fit" not in codes
     [note] = [r for r in best["rationale"] if r["code"] == "split_for_kv_pool"]
-    assert "gpu_memory_utilization 0.2 reserves 9.6 GiB of the 48.0 GiB exposed" in note["text"]
+    exposed = note["data"]["exposed_bytes"]
+    assert exposed == best["offer"]["gpu_memory_exposed_bytes"]
+    assert note["data"]["reserved_bytes"] == int(0.2 * exposed)
+    assert note["data"]["weights_bytes"] > note["data"]["reserved_bytes"]
+    assert (
+        f"gpu_memory_utilization 0.2 reserves {int(0.2 * exposed) / GIB:.1f} GiB of the "
+        f"{exposed / GIB:.1f} GiB exposed and the weights take 15.0 GiB of it"
+    ) in note["text"]
     assert "does not fit one GPU" not in best["summary"]
 
 

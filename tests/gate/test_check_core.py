@@ -234,3 +234,21 @@ def test_a_throughput_target_one_sequence_cannot_reach_fails_the_topology_check(
     # one sequence at most 300e9 x 0.6 / 14e9 = 12.9 tokens/s
     assert checks["topology"].data["sequence_tokens_per_second"] < 300e9 * 0.6 / 14e9
     assert checks["topology"].data["concurrency_needed"] > 10_000 / (300e9 * 0.6 / 14e9)
+
+
+def test_an_instance_target_is_checked_with_the_catalogs_figure_for_its_gpu() -> None:
+    # The catalog holds an AWS L40S reported at 45,776 MiB and another cloud's at 46,068 MiB:
+    # the check of the other cloud's instance quotes the L40S as the catalog (and
+    # /v1/recommendations) does, 45,776 MiB = 44.7 GiB, not a second figure.
+    aws = make_offer("L40S-48GB", 1, provider="aws", instance_type="g6e", exposed=45_776 * 2**20)
+    other = make_offer("L40S-48GB", 1, provider="acme", instance_type="l40s.x1")
+    catalog = [aws, other]
+    arch, request = _serving(7_000_000_000)
+    request = msgspec.structs.replace(
+        request, target=CheckTarget(provider="acme", instance_type="l40s.x1")
+    )
+    target = resolve_target(request.target, catalog, CATALOG)
+    outcome = evaluate_check(arch, request, target, catalog, GPUS, PROVIDERS, toy_estimate)
+    memory = _checks(outcome)["memory"]
+    assert memory.data["exposed_bytes"] == 45_776 * 2**20
+    assert "L40S-48GB exposes 44.7 GiB" in memory.detail
