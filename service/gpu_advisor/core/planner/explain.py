@@ -135,12 +135,11 @@ def _serving(d: Mapping[str, Any]) -> str:
     text = f"{d['tokens_per_second']:,.0f} {kind} from {_plural(replicas, 'replica')}"
     if d.get("concurrency") is not None:
         busy = min(replicas, d["concurrency"])
-        text += (
-            f" serving {_plural(d['concurrency'], 'concurrent sequence')} "
-            f"({d['sequences_per_replica']:,} per replica"
-            + (f"; {replicas - busy:,} idle" if busy < replicas else "")
-            + ")"
-        )
+        text += f" serving {_plural(d['concurrency'], 'concurrent sequence')}"
+        if replicas > 1:
+            text += f" ({d['sequences_per_replica']:,} per replica" + (
+                f"; {replicas - busy:,} idle)" if busy < replicas else ")"
+            )
     if d.get("encoder_only"):
         text += (
             f"; one batch in {d['time_to_first_token_seconds']:.2f} s (encoder-only: no generation)"
@@ -149,7 +148,7 @@ def _serving(d: Mapping[str, Any]) -> str:
         text += f"; first token in {d['time_to_first_token_seconds']:.2f} s"
     if d.get("max_concurrency") is not None:
         text += f"; holds up to {d['max_concurrency']:,} concurrent sequences"
-        if d.get("max_concurrency_per_replica") is not None:
+        if d.get("max_concurrency_per_replica") is not None and replicas > 1:
             text += f" ({d['max_concurrency_per_replica']:,} per replica)"
     return text
 
