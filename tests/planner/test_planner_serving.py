@@ -277,3 +277,32 @@ def test_a_context_longer_than_the_model_was_trained_for_is_rejected() -> None:
         arch, make_request(InferenceWorkload(context_length=8192)), offers, GPUS, {}, toy_estimate
     )
     assert at_limit.recommendations
+
+
+def test_a_generic_engine_encoder_is_sized_by_its_growing_prefill() -> None:
+    # An encoder-only model has no KV cache, but the generic engine prefills every sequence of
+    # a replica at once: activations grow with the share. Estimator: weights 2 GB, 1 GB of
+    # activations per sequence, 1 GiB overhead, on a 22,888 MiB L4 (24,000,004,096 B):
+    # (24,000,004,096 - 2e9 - 1 GiB) / 1e9 = 20.9 -> 20 sequences per one-GPU replica, so
+    # 50 sequences need ceil(50 / 20) = 3 replicas.
+    arch = structs.replace(make_arch(10**9), encoder_only=True)
+
+    def growing(arch, workload, plan, *, capacity_bytes=None):  # type: ignore[no-untyped-def]
+        share = -(-workload.concurrency // plan.data_parallel)
+        total = 2 * 10**9 + share * 10**9 + GIB
+        return MemoryBreakdown(
+            weights_bytes=2 * 10**9,
+            activations_bytes=share * 10**9,
+            overhead_bytes=GIB,
+            total_bytes=total,
+            capacity_bytes=capacity_bytes or 0,
+        )
+
+    assert (22_888 * MIB - 2 * 10**9 - GIB) // 10**9 == 20
+    workload = InferenceWorkload(engine="generic", concurrency=50, context_length=512)
+    offer = make_offer("L4-24GB", 1, interconnect="pcie")
+    [best] = recommend(arch, make_request(workload), [offer], GPUS, {}, growing).recommendations
+    assert best.nodes == 3
+    assert best.performance.max_concurrency_per_replica == 20
+    assert best.performance.sequences_per_replica == 17  # ceil(50 / 3)
+    assert best.memory_per_gpu.total_bytes == 2 * 10**9 + 17 * 10**9 + GIB

@@ -274,7 +274,8 @@ def max_concurrency(
     ``gpu_memory_utilization x capacity`` minus weights, activation peak and overhead) when the
     estimator reports one, and ``usable_bytes`` beside the terms that do not grow with ``n``.
     Without an engine reservation (the generic engine) the activation peak (prefill of every
-    prompt of the batch) grows with ``n`` too. None without a KV cache (encoder-only models).
+    prompt of the batch) grows with ``n`` too. None when nothing grows with the batch (an
+    encoder-only model, which has no KV cache, under an engine that reserves its memory).
 
     Args:
         memory: the breakdown of ``plan`` (sized for its share of the sequences).
@@ -282,16 +283,15 @@ def max_concurrency(
         usable_bytes: the GPU's memory after headroom.
     """
     share = sequences_per_replica(workload, plan)
-    per_sequence = memory.kv_cache_bytes / share
-    if per_sequence <= 0:
-        return None
     growing = float(memory.kv_cache_bytes)
     if memory.kv_pool_bytes is None:
         growing += memory.activations_bytes
+    if growing <= 0:
+        return None
     room = usable_bytes - (memory.total_bytes - growing)
     most = room / (growing / share)
-    if memory.kv_pool_bytes is not None:
-        most = min(most, memory.kv_pool_bytes / per_sequence)
+    if memory.kv_pool_bytes is not None and memory.kv_cache_bytes > 0:
+        most = min(most, memory.kv_pool_bytes / (memory.kv_cache_bytes / share))
     return max(0, math.floor(most))
 
 

@@ -26,7 +26,8 @@ the objective is ``cost_per_million_tokens`` or a throughput target is set: then
 output tokens per GPU wins (ties to the smaller replica). The rationale says which, and why a
 replica has more than one GPU: the model does not fit one (``split_to_fit``), the engine's
 reservation leaves one GPU no KV cache (``split_for_kv_pool``), fewer instances hold the
-concurrency (``split_for_concurrency``) or throughput (``tp_for_throughput``).
+concurrency (``split_for_concurrency``), one-GPU replicas cannot reach the throughput target
+at this concurrency (``split_for_target``) or throughput per GPU (``tp_for_throughput``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 
 from msgspec import Struct
 
-from gpu_advisor.core.planner.hardware import links
+from gpu_advisor.core.planner.hardware import Links, links
 from gpu_advisor.core.planner.performance import (
     InferenceEstimate,
     deployment_tokens_per_second,
@@ -289,7 +290,7 @@ class ServingPlanner:
             found = self._replica_fits[key] = self.fit_replica(t, p, ctx, [], []) is not None
         return found
 
-    def _rate(self, fit: ReplicaFit, ctx: GroupContext, link: Any) -> Callable[[int], float]:
+    def _rate(self, fit: ReplicaFit, ctx: GroupContext, link: Links) -> Callable[[int], float]:
         """Tokens per second of one replica of ``fit``'s shape serving ``n`` sequences."""
         single = self._deployed(fit.replica, self.workload.concurrency)
         arch, workload = self.space.arch, self.workload
