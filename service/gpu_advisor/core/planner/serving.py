@@ -294,20 +294,24 @@ class ServingPlanner:
         """Tokens per second of one replica of ``fit``'s shape serving ``n`` sequences."""
         single = self._deployed(fit.replica, self.workload.concurrency)
         arch, workload = self.space.arch, self.workload
+        known: dict[int, float] = {}  # the searches ask for the same batches again
 
         def rate(batch: int) -> float:
-            return estimate_inference(
-                arch,
-                workload,
-                single,
-                fit.one,
-                ctx.gpu,
-                ctx.compute,
-                link,
-                fit.per_replica,
-                ctx.efficiency,
-                batch=batch,
-            ).tokens_per_second
+            found = known.get(batch)
+            if found is None:
+                found = known[batch] = estimate_inference(
+                    arch,
+                    workload,
+                    single,
+                    fit.one,
+                    ctx.gpu,
+                    ctx.compute,
+                    link,
+                    fit.per_replica,
+                    ctx.efficiency,
+                    batch=batch,
+                ).tokens_per_second
+            return found
 
         return rate
 
