@@ -6,6 +6,12 @@ line on stdout has the same shape: ``{"event", "level", "timestamp", "logger", "
 ...}``. A processor masks values under secret-looking keys and passwords inside URLs, so a
 mistaken ``log.info("x", token=...)`` does not leak. Request bodies are never logged (the
 access log in :mod:`gpu_advisor.api.middleware` logs method, route, status and duration).
+
+Tracebacks are rendered WITHOUT stack-frame locals, in both formats: a frame's locals hold the
+ASGI scope (the ``Authorization`` and ``Cookie`` headers) and the request body, so structlog's
+defaults -- ``dict_tracebacks`` and the Rich console traceback both show locals (structlog
+``tracebacks.SHOW_LOCALS = True``, ``dev.RichTracebackFormatter.show_locals = True``) -- would
+write them to the log. A traceback keeps the file, line, function and exception message.
 """
 
 from __future__ import annotations
@@ -58,6 +64,12 @@ def _redact_mapping(mapping: MutableMapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+JSON_TRACEBACKS: Final = structlog.processors.ExceptionRenderer(
+    structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+)
+"""``exc_info`` -> a structured ``exception`` field (frames: file, line, function), no locals."""
+
+
 def _drop_color_message(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
     """uvicorn adds a duplicate ``color_message`` with ANSI codes; drop it."""
     event_dict.pop("color_message", None)
@@ -87,9 +99,12 @@ def configure_logging(
     ]
     renderer: Processor
     if fmt == "console":
-        renderer = structlog.dev.ConsoleRenderer(colors=False)
+        # The standard library's traceback text: no locals (the Rich default shows them).
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=False, exception_formatter=structlog.dev.plain_traceback
+        )
     else:
-        shared.append(structlog.processors.dict_tracebacks)
+        shared.append(JSON_TRACEBACKS)
         renderer = structlog.processors.JSONRenderer()
 
     structlog.configure(

@@ -8,12 +8,14 @@ import re
 from typing import Any
 
 import msgspec
-from litestar import get, post
+import pytest
+from litestar import Request, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 from litestar.testing import TestClient
 
 from gpu_advisor.api.app import create_app
+from gpu_advisor.logs import configure_logging
 from gpu_advisor.settings import Settings
 
 TOKEN = "admin-token-that-must-never-be-logged-42"
@@ -211,3 +213,33 @@ def test_settings_are_logged_at_start_without_secrets(log_stream: io.StringIO) -
     assert started[0]["settings"]["admin_token"] == "***"
     assert TOKEN not in log_stream.getvalue()
     assert msgspec.json.encode(Settings(admin_token=TOKEN).public_view()).count(b"***") == 1
+
+
+@post("/test/explode", sync_to_thread=False)
+def explode(request: Request[Any, Any, Any], data: JSONBody[dict[str, Any]]) -> None:
+    # Frame locals hold the request (its headers) and the decoded body when this raises.
+    headers = dict(request.headers)
+    raise LookupError(f"unexpected: {len(headers)} headers, {len(data)} fields")
+
+
+@pytest.mark.parametrize("fmt", ["json", "console"])
+def test_unexpected_exception_logs_no_locals_headers_or_body(
+    log_stream: io.StringIO, fmt: str
+) -> None:
+    bearer = "bearer-marker-token-5b1e9c"
+    cookie = "cookie-marker-value-0d4f"
+    body_marker = "body-marker-string-a77c"
+    configure_logging("debug", fmt, stream=log_stream)
+    with TestClient(create_app(Settings(), route_handlers=[explode])) as client:
+        response = client.post(
+            "/test/explode",
+            json={"note": body_marker},
+            headers={"Authorization": f"Bearer {bearer}", "Cookie": f"session={cookie}"},
+        )
+    assert response.status_code == 500
+    text = log_stream.getvalue()
+    assert "unhandled exception" in text
+    assert "LookupError" in text  # the traceback is there...
+    assert "explode" in text  # ...with its frames
+    for secret in (bearer, cookie, body_marker):
+        assert secret not in text, secret
