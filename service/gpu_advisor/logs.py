@@ -40,10 +40,16 @@ _LIBRARY_LOGGERS: Final = (
 )
 
 
+def _is_secret(key: object, value: object) -> bool:
+    # An absent value (None) is no secret: the settings line shows "admin_token": null when
+    # unset and "***" when set.
+    return value is not None and _SECRET_KEY.search(str(key)) is not None
+
+
 def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
     """structlog processor: mask values under secret-looking keys and URL passwords."""
     for key, value in list(event_dict.items()):
-        if _SECRET_KEY.search(key):
+        if _is_secret(key, value):
             event_dict[key] = MASK
         elif isinstance(value, str):
             event_dict[key] = _URL_PASSWORD.sub(rf"\g<head>{MASK}\g<tail>", value)
@@ -55,7 +61,7 @@ def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDic
 def _redact_mapping(mapping: MutableMapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in mapping.items():
-        if _SECRET_KEY.search(str(key)):
+        if _is_secret(key, value):
             out[key] = MASK
         elif isinstance(value, str):
             out[key] = _URL_PASSWORD.sub(rf"\g<head>{MASK}\g<tail>", value)

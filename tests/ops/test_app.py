@@ -72,6 +72,8 @@ def test_security_headers_on_success_and_on_every_kind_of_error() -> None:
         limited = client.post("/test/echo", json={})
         assert limited.status_code == 429
         assert_security_headers(limited.headers)
+        # RFC 9110 10.2.3 delay-seconds: when the minute's window resets (1..60 s from now).
+        assert 1 <= int(limited.headers["retry-after"]) <= 60
 
 
 def test_docs_page_may_load_its_scripts_but_is_never_framed() -> None:
@@ -160,6 +162,17 @@ def test_readyz_is_503_until_started() -> None:
     response = client.get("/readyz")
     assert response.status_code == 503
     assert response.json()["status"] == "starting"
+    head = client.head("/readyz")
+    assert (head.status_code, head.content) == (503, b"")
+
+
+def test_probes_answer_head_like_get_without_a_body() -> None:
+    with TestClient(app_with(rate_limit_per_minute=1)) as client:
+        for path in ("/healthz", "/readyz"):
+            for _ in range(3):  # probes are never rate limited, HEAD included
+                response = client.head(path)
+                assert (response.status_code, response.content) == (200, b""), path
+                assert_security_headers(response.headers)
 
 
 def test_dependencies_reach_handlers_by_name() -> None:
@@ -213,6 +226,13 @@ def test_settings_are_logged_at_start_without_secrets(log_stream: io.StringIO) -
     assert started[0]["settings"]["admin_token"] == "***"
     assert TOKEN not in log_stream.getvalue()
     assert msgspec.json.encode(Settings(admin_token=TOKEN).public_view()).count(b"***") == 1
+
+
+def test_unset_admin_token_is_logged_as_null_not_masked(log_stream: io.StringIO) -> None:
+    with TestClient(create_app(Settings(admin_token=None))):
+        pass
+    started = [line for line in log_lines(log_stream) if line["event"] == "started"]
+    assert started[0]["settings"]["admin_token"] is None
 
 
 @post("/test/explode", sync_to_thread=False)
