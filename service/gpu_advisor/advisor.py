@@ -41,6 +41,7 @@ from gpu_advisor.core.spec import (
     EstimateRequest,
     RecommendationRequest,
 )
+from gpu_advisor.core.spec_checks import check_workload
 
 
 def model_summary(arch: Architecture) -> ModelSummary:
@@ -199,6 +200,7 @@ class Advisor:
         if cached is not None:
             return msgspec.structs.replace(cached, catalog=self._catalog_block(snapshot))
         arch = resolve_model(request.model)
+        check_workload(arch, request.workload)
         constraints = self._canonical_constraints(request.constraints)
         if constraints is not request.constraints:
             request = msgspec.structs.replace(request, constraints=constraints)
@@ -236,6 +238,7 @@ class Advisor:
         if cached is not None:
             return cached
         arch = resolve_model(request.model)
+        check_workload(arch, request.workload)
         gpu = (
             resolve_gpu_name(self.gpus, request.hardware.gpu, "hardware.gpu")
             if request.hardware is not None
@@ -258,6 +261,7 @@ class Advisor:
         if cached is not None:
             return msgspec.structs.replace(cached, catalog=self._catalog_block(snapshot))
         arch = resolve_model(request.model)
+        check_workload(arch, request.workload)
         target = resolve_target(request.target, snapshot.offers, self.gpus)
         outcome = evaluate_check(
             arch,
