@@ -167,3 +167,98 @@ def test_json_depth_scan_names_the_path_after_a_large_flat_prefix() -> None:
     # the outer list (level 1) at index 349000, then 31 lists at index 0 up to level 32.
     data = b"[" + b"[]," * 349_000 + b"[" * 40 + b"]" * 40 + b"]"
     assert json_too_deep(data) == "349000." + ".".join(["0"] * 31)
+
+
+# --- GPU family names in filters (QA finding 11) ---------------------------------------------
+# gpus.csv: A100 has SXM/PCIe x 40/80 GB; H100 has SXM 80, PCIe 80 and NVL 94; L40S one variant.
+A100_ALL = {"A100-SXM-40GB", "A100-SXM-80GB", "A100-PCIE-40GB", "A100-PCIE-80GB"}
+H100_ALL = {"H100-SXM-80GB", "H100-PCIE-80GB", "H100-NVL-94GB"}
+
+
+def _offer_gpus(client: TestClient, gpu: str) -> set[str]:  # type: ignore[type-arg]
+    response = client.get("/v1/offers", params={"gpu": gpu, "limit": 1000})
+    assert response.status_code == 200, response.text
+    page = response.json()
+    assert page["total"] <= 1000
+    return {offer["gpu"] for offer in page["offers"]}
+
+
+def _all_offer_gpus(client: TestClient) -> set[str]:  # type: ignore[type-arg]
+    gpus: set[str] = set()
+    offset = 0
+    while True:
+        page = client.get("/v1/offers", params={"limit": 1000, "offset": offset}).json()
+        gpus |= {offer["gpu"] for offer in page["offers"]}
+        offset += 1000
+        if offset >= page["total"]:
+            return gpus
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [("A100", A100_ALL), ("a100", A100_ALL), ("H100", H100_ALL), ("h100", H100_ALL)],
+)
+def test_family_name_in_offers_filter_matches_every_variant(
+    client: TestClient,  # type: ignore[type-arg]
+    name: str,
+    family: set[str],
+) -> None:
+    # Every variant of the family that the bundled catalog sells, and nothing else.
+    assert _offer_gpus(client, name) == family & _all_offer_gpus(client)
+    assert len(family & _all_offer_gpus(client)) >= 3
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("H100-NVL", {"H100-NVL-94GB"}),
+        ("nvidia a100-sxm4-80gb", {"A100-SXM-80GB"}),
+        ("A100-80GB", {"A100-SXM-80GB", "A100-PCIE-80GB"}),  # a size, no form: both forms
+        ("L40S", {"L40S-48GB"}),
+    ],
+)
+def test_specific_names_in_offers_filter_match_their_variants(
+    client: TestClient,  # type: ignore[type-arg]
+    name: str,
+    expected: set[str],
+) -> None:
+    assert _offer_gpus(client, name) == expected
+
+
+def test_unknown_size_of_a_known_family_is_a_422(client: TestClient) -> None:  # type: ignore[type-arg]
+    response = client.get("/v1/offers", params={"gpu": "A100-96GB"})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "gpu"
+
+
+def test_family_name_in_gpu_types_keeps_every_variant(client: TestClient) -> None:  # type: ignore[type-arg]
+    body = {
+        "model": {"preset": "meta-llama/Llama-3.1-8B"},
+        "workload": {"kind": "inference"},
+        "constraints": {"gpu_types": ["a100"]},
+        "top_k": 20,
+    }
+    answer = client.post("/v1/recommendations", json=body).json()
+    chosen = {rec["offer"]["gpu"] for rec in answer["recommendations"]}
+    assert chosen <= A100_ALL
+    assert len(chosen) >= 2  # not only the default A100-SXM-40GB
+    excluded = {g["gpu"] for g in answer["rejected"] if g["code"] == "gpu_excluded"}
+    assert not excluded & A100_ALL
+
+
+def test_hardware_family_name_takes_the_default_variant_and_says_so(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    body: dict[str, Any] = {
+        "model": {"preset": "meta-llama/Llama-3.1-8B"},
+        "workload": {"kind": "inference"},
+        "hardware": {"gpu": "H100"},
+    }
+    answer = client.post("/v1/estimate", json=body).json()
+    assert answer["hardware"]["gpu"] == "H100-SXM-80GB"
+    [note] = [n for n in answer["notes"] if n["code"] == "gpu_default_variant"]
+    assert set(note["data"]["others"]) == {"H100-PCIE-80GB", "H100-NVL-94GB"}
+    body["hardware"] = {"gpu": "H100-PCIe"}
+    pinned = client.post("/v1/estimate", json=body).json()
+    assert pinned["hardware"]["gpu"] == "H100-PCIE-80GB"
+    assert not [n for n in pinned["notes"] if n["code"] == "gpu_default_variant"]
