@@ -3,6 +3,9 @@
 The HTTP handlers and the in-process CLI both call :class:`Advisor`, so an answer is the same
 value whichever way it is asked for (and encodes to the same JSON). It joins the catalog (an
 adapter with a cache) to the pure core: resolve the model, resolve GPU names, rank offers.
+Every answer leaves here with its USD amounts rounded (:func:`gpu_advisor.money.round_money`:
+cents for amounts, 1e-4 for per-hour and per-million-token rates); the core computes with exact
+floats.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from gpu_advisor.core.spec import (
     RecommendationRequest,
 )
 from gpu_advisor.core.spec_checks import check_workload
+from gpu_advisor.money import round_money
 
 
 def model_summary(arch: Architecture) -> ModelSummary:
@@ -271,6 +275,7 @@ class Advisor:
             suggestions=result.suggestions,
             candidates_considered=result.candidates_considered,
         )
+        answer = round_money(answer)
         self._remember(key, answer)
         return answer
 
@@ -297,6 +302,7 @@ class Advisor:
             note = default_variant_note(self.gpus, request.hardware.gpu, "hardware.gpu")
             if note is not None:
                 answer = msgspec.structs.replace(answer, notes=[note, *answer.notes])
+        answer = round_money(answer)
         self._remember(key, answer)
         return answer
 
@@ -334,5 +340,6 @@ class Advisor:
             alternative=outcome.alternative,
             suggestions=outcome.suggestions,
         )
+        answer = round_money(answer)
         self._remember(key, answer)
         return answer
