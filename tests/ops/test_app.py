@@ -172,6 +172,7 @@ def test_probes_answer_head_like_get_without_a_body() -> None:
             for _ in range(3):  # probes are never rate limited, HEAD included
                 response = client.head(path)
                 assert (response.status_code, response.content) == (200, b""), path
+                assert response.headers["content-length"] == "0"
                 assert_security_headers(response.headers)
 
 

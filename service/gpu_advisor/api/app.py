@@ -16,6 +16,7 @@ from litestar import Litestar, Response, get, head
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
+from litestar.enums import MediaType
 from litestar.exceptions import HTTPException
 from litestar.middleware.rate_limit import RateLimitConfig
 from litestar.openapi import OpenAPIConfig
@@ -90,17 +91,18 @@ def _readiness_status(lifecycle: Lifecycle) -> int:
     return HTTP_200_OK if lifecycle.phase == "ready" else HTTP_503_SERVICE_UNAVAILABLE
 
 
-# HEAD answers like GET without the body (RFC 9110 section 9.3.2): load balancers and some
-# probes send HEAD. Litestar routes HEAD only to handlers declared for it.
-@head("/healthz", sync_to_thread=False, include_in_schema=False)
+# HEAD answers with GET's status and no body (RFC 9110 section 9.3.2): load balancers and
+# some probes send HEAD. Litestar routes HEAD only to handlers declared for it, and renders a
+# None body as "null" for JSON; as text it is empty (Content-Length: 0).
+@head("/healthz", sync_to_thread=False, include_in_schema=False, media_type=MediaType.TEXT)
 def healthz_head() -> None:
-    """Liveness, headers only."""
+    """Liveness, status only."""
 
 
-@head("/readyz", sync_to_thread=False, include_in_schema=False)
+@head("/readyz", sync_to_thread=False, include_in_schema=False, media_type=MediaType.TEXT)
 def readyz_head(lifecycle: NamedDependency[Lifecycle]) -> Response[None]:
-    """Readiness, headers only: the status code of ``GET /readyz``."""
-    return Response(None, status_code=_readiness_status(lifecycle))
+    """Readiness, status only: the status code of ``GET /readyz``."""
+    return Response(None, status_code=_readiness_status(lifecycle), media_type=MediaType.TEXT)
 
 
 @get("/metrics", sync_to_thread=False, include_in_schema=False)
