@@ -122,7 +122,7 @@ def http_exception_handler(
     validation shape, like every other body error. A 429 carries ``Retry-After`` (seconds,
     RFC 9110 section 10.2.3): the rate limiter's ``RateLimit-Reset``.
     """
-    if type(exc) is ClientException and _takes_body(request):
+    if type(exc) is ClientException and exc.status_code == 400 and _takes_body(request):
         message = f"not valid JSON: {exc.detail}"
         errors = [{"field": None, "message": message, "source": "body"}]
         return _problem(exc.status_code, "validation", "Invalid request", message, errors)
