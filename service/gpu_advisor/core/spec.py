@@ -233,7 +233,18 @@ class HardwareSpec(_Request, frozen=True):
 class Constraints(_Request, frozen=True):
     providers: list[Annotated[str, Meta(min_length=1, max_length=64)]] | None = None
     regions: list[Annotated[str, Meta(min_length=1, max_length=64)]] | None = None
-    gpu_types: list[Annotated[str, Meta(min_length=1, max_length=100)]] | None = None
+    gpu_types: (
+        Annotated[
+            list[Annotated[str, Meta(min_length=1, max_length=100)]],
+            Meta(
+                description=(
+                    "GPU ids or aliases to allow. A family name allows every variant (A100: "
+                    "SXM and PCIe, 40 and 80 GB); a form or size narrows it (A100-80GB, H100-NVL)."
+                )
+            ),
+        ]
+        | None
+    ) = None
     spot: SpotPolicy = "forbid"
     max_price_per_hour_usd: Annotated[float, Meta(gt=0)] | None = None
     budget_usd: Annotated[float, Meta(gt=0)] | None = None
