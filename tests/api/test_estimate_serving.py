@@ -38,7 +38,7 @@ def test_concurrency_is_shared_by_the_plans_replicas(client: TestClient) -> None
     body = {
         "model": LLAMA_8B,
         "workload": {"kind": "inference", "concurrency": 400},
-        "hardware": {"gpu": "H100", "gpu_count": 6},
+        "hardware": {"gpu": "H100-SXM-80GB", "gpu_count": 6},
         "plan": {"data_parallel": 6},
     }
     result = _post(client, "/v1/estimate", body)
@@ -63,13 +63,17 @@ def test_idle_replicas_add_no_throughput(client: TestClient) -> None:  # type: i
         {
             "model": LLAMA_8B,
             "workload": {"kind": "inference"},
-            "hardware": {"gpu": "H100", "gpu_count": 2},
+            "hardware": {"gpu": "H100-SXM-80GB", "gpu_count": 2},
         },
     )
     one = _post(
         client,
         "/v1/estimate",
-        {"model": LLAMA_8B, "workload": {"kind": "inference"}, "hardware": {"gpu": "H100"}},
+        {
+            "model": LLAMA_8B,
+            "workload": {"kind": "inference"},
+            "hardware": {"gpu": "H100-SXM-80GB"},
+        },
     )
     assert two["performance"]["replicas"] == 2
     assert two["performance"]["tokens_per_second"] == one["performance"]["tokens_per_second"]
@@ -83,7 +87,7 @@ def test_fits_is_false_when_the_kv_pool_cannot_hold_the_workload(client: TestCli
     result = _post(
         client,
         "/v1/estimate",
-        {"model": LLAMA_70B, "workload": workload, "hardware": {"gpu": "MI300X"}},
+        {"model": LLAMA_70B, "workload": workload, "hardware": {"gpu": "MI300X-192GB"}},
     )
     assert 16 * 8192 * KV_70B == 40 * GIB
     assert result["memory_per_gpu"]["kv_cache_bytes"] == 40 * GIB
@@ -98,7 +102,11 @@ def test_fits_is_false_when_the_kv_pool_cannot_hold_the_workload(client: TestCli
     check = _post(
         client,
         "/v1/check",
-        {"model": LLAMA_70B, "workload": workload, "target": {"gpu": "MI300X", "gpu_count": 1}},
+        {
+            "model": LLAMA_70B,
+            "workload": workload,
+            "target": {"gpu": "MI300X-192GB", "gpu_count": 1},
+        },
     )
     assert check["verdict"] == "fail"
 
@@ -107,7 +115,7 @@ def test_an_explicit_plan_gets_performance_and_notes(client: TestClient) -> None
     body = {
         "model": LLAMA_70B,
         "workload": {"kind": "inference"},
-        "hardware": {"gpu": "H100", "gpu_count": 8},
+        "hardware": {"gpu": "H100-SXM-80GB", "gpu_count": 8},
         "plan": {"tensor_parallel": 8},
     }
     result = _post(client, "/v1/estimate", body)
@@ -125,7 +133,7 @@ def test_an_explicit_plan_whose_kv_pool_is_short_does_not_fit(client: TestClient
     body = {
         "model": LLAMA_70B,
         "workload": {"kind": "inference", "context_length": 8192, "concurrency": 64},
-        "hardware": {"gpu": "H100", "gpu_count": 4},
+        "hardware": {"gpu": "H100-SXM-80GB", "gpu_count": 4},
         "plan": {"tensor_parallel": 4},
     }
     result = _post(client, "/v1/estimate", body)
@@ -147,7 +155,11 @@ def test_the_longest_context_stops_at_the_trained_context(client: TestClient) ->
     result = _post(
         client,
         "/v1/estimate",
-        {"model": LLAMA_8B, "workload": {"kind": "inference"}, "hardware": {"gpu": "H100"}},
+        {
+            "model": LLAMA_8B,
+            "workload": {"kind": "inference"},
+            "hardware": {"gpu": "H100-SXM-80GB"},
+        },
     )
     assert result["memory_per_gpu"]["kv_pool_bytes"] // KV_8B > 131_072
     assert result["max_context_length"] == 131_072
@@ -174,7 +186,9 @@ def test_a_context_beyond_the_model_is_rejected_with_the_limit(
     [suggestion] = [s for s in ranked["suggestions"] if s["code"] == "lower_context_length"]
     assert f"to at most {limit:,}," in suggestion["text"]
     on_l4 = _post(
-        client, "/v1/estimate", {"model": model, "workload": workload, "hardware": {"gpu": "L4"}}
+        client,
+        "/v1/estimate",
+        {"model": model, "workload": workload, "hardware": {"gpu": "L4-24GB"}},
     )
     assert on_l4["fits"] is False
     assert "context_exceeds_model" in _codes(on_l4["notes"])
@@ -200,7 +214,7 @@ def test_an_encoder_only_model_reports_encoded_input_not_output(client: TestClie
     body = {
         "model": BERT,
         "workload": {"kind": "inference", "context_length": 512, "concurrency": 32},
-        "hardware": {"gpu": "L4"},
+        "hardware": {"gpu": "L4-24GB"},
     }
     result = _post(client, "/v1/estimate", body)
     assert result["fits"] is True
@@ -253,3 +267,19 @@ def test_huge_concurrency_suggests_fewer_sequences_not_a_bigger_gpu(client: Test
     codes = _codes(result["suggestions"])
     assert "lower_concurrency" in codes
     assert "larger_gpu" not in codes
+
+
+def test_output_tokens_do_not_apply_to_an_encoder(client: TestClient) -> None:  # type: ignore[type-arg]
+    # A 128-token BERT input with the default output_tokens (256): for a generating model a
+    # 422 (no room for a prompt), for an encoder-only model the output does not apply.
+    body = {
+        "model": BERT,
+        "workload": {"kind": "inference", "context_length": 128},
+        "hardware": {"gpu": "L4-24GB"},
+    }
+    result = _post(client, "/v1/estimate", body)
+    assert result["fits"] is True
+    assert result["performance"]["step_time_seconds"] == 0.0
+    decoder = client.post("/v1/estimate", json={**body, "model": LLAMA_8B})
+    assert decoder.status_code == 422
+    assert decoder.json()["errors"][0]["field"] == "workload.output_tokens"

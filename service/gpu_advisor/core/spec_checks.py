@@ -13,6 +13,8 @@ However, you requested M tokens (P in the messages, O in the completion)",
 * without ``prompt_tokens`` the prompt is ``context_length - output_tokens``, which needs at
   least one token: ``output_tokens < context_length``.
 
+An encoder-only model (BERT) generates nothing: only the first rule applies to it.
+
 Training (``TrainingWorkload``):
 
 * ``global_batch_size`` = ``micro_batch_size`` x gradient-accumulation steps x data-parallel
@@ -48,30 +50,33 @@ def check_workload(arch: Architecture, workload: Workload, field: str = "workloa
     """
     match workload:
         case InferenceWorkload():
-            _check_inference(workload, field)
+            _check_inference(workload, field, generates=not arch.encoder_only)
         case TrainingWorkload():
             _check_training(arch, workload, field)
 
 
-def _check_inference(w: InferenceWorkload, field: str) -> None:
+def _check_inference(w: InferenceWorkload, field: str, *, generates: bool) -> None:
     context = w.context_length
-    if w.prompt_tokens is not None:
-        if w.prompt_tokens > context:
-            raise InvalidSpecError(
-                f"prompt_tokens {w.prompt_tokens:,} exceeds context_length {context:,} "
-                "(the most tokens a sequence holds); lower prompt_tokens or raise "
-                "context_length",
-                field=f"{field}.prompt_tokens",
-            )
-        if w.prompt_tokens + w.output_tokens > context:
-            raise InvalidSpecError(
-                f"prompt_tokens {w.prompt_tokens:,} + output_tokens {w.output_tokens:,} = "
-                f"{w.prompt_tokens + w.output_tokens:,} exceeds context_length {context:,}: "
-                "a sequence holds its prompt and its output; lower output_tokens or raise "
-                "context_length",
-                field=f"{field}.output_tokens",
-            )
-    elif w.output_tokens >= context:
+    if w.prompt_tokens is not None and w.prompt_tokens > context:
+        raise InvalidSpecError(
+            f"prompt_tokens {w.prompt_tokens:,} exceeds context_length {context:,} "
+            "(the most tokens a sequence holds); lower prompt_tokens or raise "
+            "context_length",
+            field=f"{field}.prompt_tokens",
+        )
+    if not generates:
+        # an encoder-only model (BERT) reads its input and generates nothing: output_tokens
+        # does not apply (the planner reports input tokens encoded per second)
+        return
+    if w.prompt_tokens is not None and w.prompt_tokens + w.output_tokens > context:
+        raise InvalidSpecError(
+            f"prompt_tokens {w.prompt_tokens:,} + output_tokens {w.output_tokens:,} = "
+            f"{w.prompt_tokens + w.output_tokens:,} exceeds context_length {context:,}: "
+            "a sequence holds its prompt and its output; lower output_tokens or raise "
+            "context_length",
+            field=f"{field}.output_tokens",
+        )
+    if w.prompt_tokens is None and w.output_tokens >= context:
         raise InvalidSpecError(
             f"output_tokens {w.output_tokens:,} leaves no room for a prompt in context_length "
             f"{context:,} (a sequence holds its prompt and its output); lower output_tokens "
