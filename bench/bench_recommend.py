@@ -174,10 +174,11 @@ def cases() -> list[tuple[str, RecommendationRequest]]:
             ),
         ),
         (
-            "Mixtral-8x7B serving, target 2,000 tok/s, providers filter",
+            "Mixtral-8x7B serving 64 sequences, target 2,000 tok/s, providers filter",
             request(
                 "mistralai/Mixtral-8x7B-v0.1",
-                InferenceWorkload(target_tokens_per_second=2000.0),
+                # concurrency is the deployment's: 2,000 tok/s needs many sequences in flight
+                InferenceWorkload(concurrency=64, target_tokens_per_second=2000.0),
                 constraints=Constraints(providers=["aws", "gcp", "lambda", "runpod"]),
             ),
         ),

@@ -3,6 +3,9 @@
 The HTTP handlers and the in-process CLI both call :class:`Advisor`, so an answer is the same
 value whichever way it is asked for (and encodes to the same JSON). It joins the catalog (an
 adapter with a cache) to the pure core: resolve the model, resolve GPU names, rank offers.
+Every answer leaves here with its USD amounts rounded (:func:`gpu_advisor.money.round_money`:
+cents for amounts, 1e-4 for per-hour and per-million-token rates); the core computes with exact
+floats.
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.check import CheckResponse, evaluate_check, resolve_target
 from gpu_advisor.core.errors import UnknownGpuError
 from gpu_advisor.core.estimate import EstimateResponse, estimate
-from gpu_advisor.core.gpus import GpuCatalog, GpuSpec, resolve_gpu
+from gpu_advisor.core.gpus import (
+    GpuCatalog,
+    GpuSpec,
+    matching_variants,
+    resolve_gpu,
+    resolve_gpu_detailed,
+)
 from gpu_advisor.core.memory import WorkloadEstimator
 from gpu_advisor.core.models import resolve_model
 from gpu_advisor.core.offers import ProviderInfo
@@ -32,6 +41,7 @@ from gpu_advisor.core.planner import (
 from gpu_advisor.core.results import (
     CatalogInfo,
     ModelSummary,
+    Reason,
     RecommendationResponse,
     SourceFreshness,
 )
@@ -41,6 +51,8 @@ from gpu_advisor.core.spec import (
     EstimateRequest,
     RecommendationRequest,
 )
+from gpu_advisor.core.spec_checks import check_workload
+from gpu_advisor.money import round_money
 
 
 def model_summary(arch: Architecture) -> ModelSummary:
@@ -90,15 +102,56 @@ def resolve_gpu_name(gpus: GpuCatalog, name: str, field: str) -> GpuSpec:
     return spec
 
 
+def gpu_filter_ids(gpus: GpuCatalog, name: str, field: str) -> list[str]:
+    """The canonical ids a GPU name selects in a filter: a family name every variant
+    (``"A100"`` -> SXM/PCIe x 40/80 GB), a specific name its variant(s)
+    (:func:`~gpu_advisor.core.gpus.matching_variants`).
+
+    Raises:
+        UnknownGpuError: no known GPU matches, naming ``field``.
+    """
+    specs = matching_variants(gpus, name)
+    if not specs:
+        raise UnknownGpuError(
+            f"unknown GPU {name!r}; GET /v1/gpus lists the GPU ids and aliases", field=field
+        )
+    return [spec.id for spec in specs]
+
+
 def resolve_gpu_names(gpus: GpuCatalog, names: list[str] | None, field: str) -> list[str] | None:
-    """Aliases (``"H100"``, ``"a100-80gb"``) -> canonical ids; an unknown name is a 422.
+    """Filter names (``"H100"``, ``"a100-80gb"``) -> the canonical ids they select, each once,
+    in the order given; an unknown name is a 422.
 
     Raises:
         UnknownGpuError: naming ``<field>.<index>`` (GET /v1/gpus lists the known GPUs).
     """
     if names is None:
         return None
-    return [resolve_gpu_name(gpus, name, f"{field}.{i}").id for i, name in enumerate(names)]
+    ids: dict[str, None] = {}
+    for i, name in enumerate(names):
+        ids.update(dict.fromkeys(gpu_filter_ids(gpus, name, f"{field}.{i}")))
+    return list(ids)
+
+
+def default_variant_note(gpus: GpuCatalog, name: str, field: str) -> Reason | None:
+    """A note when one GPU of a several-variant family was asked for by its family name
+    (``hardware.gpu: "H100"``) and the default variant was taken; None when the name pinned
+    the variant."""
+    resolution = resolve_gpu_detailed(gpus, name)
+    chosen = resolution.spec
+    if chosen is None or resolution.basis != "default":
+        return None
+    others = [spec.id for spec in matching_variants(gpus, name) if spec.id != chosen.id]
+    if not others:
+        return None
+    return Reason(
+        code="gpu_default_variant",
+        data={"field": field, "name": name, "gpu": chosen.id, "others": others},
+        text=(
+            f"{field} {name!r} taken as {chosen.id}, its default variant; "
+            f"name one of {', '.join(others)} for another"
+        ),
+    )
 
 
 ANSWER_CACHE_ENTRIES = 256
@@ -199,6 +252,7 @@ class Advisor:
         if cached is not None:
             return msgspec.structs.replace(cached, catalog=self._catalog_block(snapshot))
         arch = resolve_model(request.model)
+        check_workload(arch, request.workload)
         constraints = self._canonical_constraints(request.constraints)
         if constraints is not request.constraints:
             request = msgspec.structs.replace(request, constraints=constraints)
@@ -221,6 +275,7 @@ class Advisor:
             suggestions=result.suggestions,
             candidates_considered=result.candidates_considered,
         )
+        answer = round_money(answer)
         self._remember(key, answer)
         return answer
 
@@ -236,12 +291,18 @@ class Advisor:
         if cached is not None:
             return cached
         arch = resolve_model(request.model)
+        check_workload(arch, request.workload)
         gpu = (
             resolve_gpu_name(self.gpus, request.hardware.gpu, "hardware.gpu")
             if request.hardware is not None
             else None
         )
         answer = estimate(arch, request, self.gpus, gpu, model_summary(arch))
+        if request.hardware is not None:
+            note = default_variant_note(self.gpus, request.hardware.gpu, "hardware.gpu")
+            if note is not None:
+                answer = msgspec.structs.replace(answer, notes=[note, *answer.notes])
+        answer = round_money(answer)
         self._remember(key, answer)
         return answer
 
@@ -258,6 +319,7 @@ class Advisor:
         if cached is not None:
             return msgspec.structs.replace(cached, catalog=self._catalog_block(snapshot))
         arch = resolve_model(request.model)
+        check_workload(arch, request.workload)
         target = resolve_target(request.target, snapshot.offers, self.gpus)
         outcome = evaluate_check(
             arch,
@@ -278,5 +340,6 @@ class Advisor:
             alternative=outcome.alternative,
             suggestions=outcome.suggestions,
         )
+        answer = round_money(answer)
         self._remember(key, answer)
         return answer

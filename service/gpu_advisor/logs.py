@@ -6,6 +6,12 @@ line on stdout has the same shape: ``{"event", "level", "timestamp", "logger", "
 ...}``. A processor masks values under secret-looking keys and passwords inside URLs, so a
 mistaken ``log.info("x", token=...)`` does not leak. Request bodies are never logged (the
 access log in :mod:`gpu_advisor.api.middleware` logs method, route, status and duration).
+
+Tracebacks are rendered WITHOUT stack-frame locals, in both formats: a frame's locals hold the
+ASGI scope (the ``Authorization`` and ``Cookie`` headers) and the request body, so structlog's
+defaults -- ``dict_tracebacks`` and the Rich console traceback both show locals (structlog
+``tracebacks.SHOW_LOCALS = True``, ``dev.RichTracebackFormatter.show_locals = True``) -- would
+write them to the log. A traceback keeps the file, line, function and exception message.
 """
 
 from __future__ import annotations
@@ -34,10 +40,16 @@ _LIBRARY_LOGGERS: Final = (
 )
 
 
+def _is_secret(key: object, value: object) -> bool:
+    # An absent value (None) is no secret: the settings line shows "admin_token": null when
+    # unset and "***" when set.
+    return value is not None and _SECRET_KEY.search(str(key)) is not None
+
+
 def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
     """structlog processor: mask values under secret-looking keys and URL passwords."""
     for key, value in list(event_dict.items()):
-        if _SECRET_KEY.search(key):
+        if _is_secret(key, value):
             event_dict[key] = MASK
         elif isinstance(value, str):
             event_dict[key] = _URL_PASSWORD.sub(rf"\g<head>{MASK}\g<tail>", value)
@@ -49,13 +61,19 @@ def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDic
 def _redact_mapping(mapping: MutableMapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in mapping.items():
-        if _SECRET_KEY.search(str(key)):
+        if _is_secret(key, value):
             out[key] = MASK
         elif isinstance(value, str):
             out[key] = _URL_PASSWORD.sub(rf"\g<head>{MASK}\g<tail>", value)
         else:
             out[key] = value
     return out
+
+
+JSON_TRACEBACKS: Final = structlog.processors.ExceptionRenderer(
+    structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+)
+"""``exc_info`` -> a structured ``exception`` field (frames: file, line, function), no locals."""
 
 
 def _drop_color_message(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
@@ -87,9 +105,12 @@ def configure_logging(
     ]
     renderer: Processor
     if fmt == "console":
-        renderer = structlog.dev.ConsoleRenderer(colors=False)
+        # The standard library's traceback text: no locals (the Rich default shows them).
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=False, exception_formatter=structlog.dev.plain_traceback
+        )
     else:
-        shared.append(structlog.processors.dict_tracebacks)
+        shared.append(JSON_TRACEBACKS)
         renderer = structlog.processors.JSONRenderer()
 
     structlog.configure(

@@ -143,7 +143,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
             raise SettingsError(_env("host"), "must be an interface address such as 0.0.0.0")
 
     def public_view(self) -> dict[str, Any]:
-        """The settings as a dict safe to log: the admin token and any Redis password masked."""
+        """The settings as a dict safe to log: the admin token masked (``"***"`` when set,
+        None when unset) and any Redis password masked."""
         view = msgspec.structs.asdict(self)
         if self.admin_token is not None:
             view["admin_token"] = _SECRET_MASK

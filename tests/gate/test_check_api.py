@@ -259,15 +259,22 @@ def test_serving_example_passes_on_an_allowed_instance(client: TestClient) -> No
     offer = result["estimate"]["offer"]
     assert offer["instance_type"] in body["target"]["instance_types"]
     # KV cache: 2 (K, V) x 80 layers x 8 KV heads x 128 x 2 B = 320 KiB per token; 16
-    # sequences of 8,192 tokens = 40 GiB over the replica's GPUs (split by TP x PP).
+    # sequences of 8,192 tokens = 40 GiB in all, shared by the replicas (data_parallel), each
+    # replica's share split over its GPUs (TP x PP).
     kv_total = 2 * 80 * 8 * 128 * 2 * 8192 * 16
     assert kv_total == 40 * GIB
     plan = result["estimate"]["plan"]
     shards = plan["tensor_parallel"] * plan["pipeline_parallel"]
-    assert result["estimate"]["memory_per_gpu"]["kv_cache_bytes"] >= kv_total // shards
+    share = -(-16 // plan["data_parallel"])
+    per_gpu = result["estimate"]["memory_per_gpu"]["kv_cache_bytes"]
+    assert per_gpu >= kv_total // 16 * share // shards
+    assert result["estimate"]["performance"]["sequences_per_replica"] == share
     budget = _by_name(result)["budget"]["data"]
-    # serving_hours 24 at the deployment's hourly price
-    assert budget["total_usd"] == pytest.approx(24 * budget["price_per_hour_usd"])
+    # serving_hours 24 at the deployment's hourly price; answers round amounts to cents and
+    # hourly prices to 1e-4 USD (gpu_advisor.money): 0.005 + 24 x 0.00005 at most apart.
+    assert budget["total_usd"] == pytest.approx(
+        24 * budget["price_per_hour_usd"], abs=0.005 + 24 * 0.00005
+    )
 
 
 def test_unknown_instance_type_is_404(client: TestClient) -> None:  # type: ignore[type-arg]

@@ -1,8 +1,9 @@
 """The gate's pure core (``gpu_advisor.core.check``) on hand-built offers and the planner tests'
 toy estimator, whose arithmetic is written out in tests/planner/fixtures.py:
 
-* inference, per GPU: weights 2 P / (TP x PP), KV concurrency x context x kv_per_token /
-  (TP x PP) with kv_per_token = 2 x layers x kv_heads x head_dim x 2, overhead 1 GiB;
+* inference, per GPU: weights 2 P / (TP x PP), KV ceil(concurrency / DP) x context x
+  kv_per_token / (TP x PP) with kv_per_token = 2 x layers x kv_heads x head_dim x 2, overhead
+  1 GiB;
 * training: 16 P / (TP x PP) of model states (ZeRO divides by DP), activations 2 GiB / TP,
   overhead 1 GiB.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import msgspec
 import pytest
 
 from gpu_advisor.core.check import (
@@ -201,3 +203,52 @@ def test_limits_the_workload_cannot_be_checked_against() -> None:
             )
         assert caught.value.field == limit
         assert "workload.tokens" in caught.value.message
+
+
+def test_a_context_beyond_the_model_fails_the_memory_check_with_the_limit() -> None:
+    arch = msgspec.structs.replace(make_arch(7_000_000_000), max_position_embeddings=2048)
+    _, request = _serving(7_000_000_000)
+    _, outcome = _evaluate(arch, request)
+    memory = _checks(outcome)["memory"]
+    assert outcome.verdict == "fail"
+    assert (memory.passed, memory.code) == (False, "context_exceeds_model")
+    assert memory.detail == (
+        "context_length 4,096 is longer than the 2,048 tokens toy was trained for "
+        "(max_position_embeddings): a serving engine refuses it"
+    )
+
+
+def test_a_throughput_target_one_sequence_cannot_reach_fails_the_topology_check() -> None:
+    # concurrency 1 on one L4: a 7e9 model decodes one sequence at a few tens of tokens/s
+    # (14e9 B of weights read per token at 300 GB/s x 0.6); 10,000 tokens/s needs more
+    # concurrent sequences, not more replicas.
+    arch, request = _serving(7_000_000_000)
+    workload = InferenceWorkload(context_length=4096, target_tokens_per_second=10_000.0)
+    request = msgspec.structs.replace(request, workload=workload)
+    _, outcome = _evaluate(arch, request)
+    checks = _checks(outcome)
+    assert outcome.verdict == "fail"
+    assert (checks["memory"].passed, checks["memory"].code) == (True, "fits_below_target")
+    assert checks["topology"].passed is False
+    assert checks["topology"].code == "target_over_concurrency"
+    # one sequence at most 300e9 x 0.6 / 14e9 = 12.9 tokens/s
+    assert checks["topology"].data["sequence_tokens_per_second"] < 300e9 * 0.6 / 14e9
+    assert checks["topology"].data["concurrency_needed"] > 10_000 / (300e9 * 0.6 / 14e9)
+
+
+def test_an_instance_target_is_checked_with_the_catalogs_figure_for_its_gpu() -> None:
+    # The catalog holds an AWS L40S reported at 45,776 MiB and another cloud's at 46,068 MiB:
+    # the check of the other cloud's instance quotes the L40S as the catalog (and
+    # /v1/recommendations) does, 45,776 MiB = 44.7 GiB, not a second figure.
+    aws = make_offer("L40S-48GB", 1, provider="aws", instance_type="g6e", exposed=45_776 * 2**20)
+    other = make_offer("L40S-48GB", 1, provider="acme", instance_type="l40s.x1")
+    catalog = [aws, other]
+    arch, request = _serving(7_000_000_000)
+    request = msgspec.structs.replace(
+        request, target=CheckTarget(provider="acme", instance_type="l40s.x1")
+    )
+    target = resolve_target(request.target, catalog, CATALOG)
+    outcome = evaluate_check(arch, request, target, catalog, GPUS, PROVIDERS, toy_estimate)
+    memory = _checks(outcome)["memory"]
+    assert memory.data["exposed_bytes"] == 45_776 * 2**20
+    assert "L40S-48GB exposes 44.7 GiB" in memory.detail

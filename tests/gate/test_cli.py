@@ -77,6 +77,8 @@ def test_failing_spec_exits_1_with_the_reason(tmp_path: Path) -> None:
         ("model: [\n", "s.yaml", "not valid YAML"),
         ("{not json", "s.json", "not valid JSON"),
         ("- a list\n", "s.yaml", "mapping"),
+        ("target: {gpu: H100}\nmodel: {preset: x}\ntarget: {gpu: L4}\n", "s.yaml", "duplicate key"),
+        ('{"model": {"config": ' + "[" * 5000 + "]" * 5000 + "}}", "s.json", "nested deeper"),
     ],
 )
 def test_malformed_specs_exit_2(tmp_path: Path, content: str, name: str, message: str) -> None:

@@ -8,12 +8,14 @@ import re
 from typing import Any
 
 import msgspec
-from litestar import get, post
+import pytest
+from litestar import Request, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 from litestar.testing import TestClient
 
 from gpu_advisor.api.app import create_app
+from gpu_advisor.logs import configure_logging
 from gpu_advisor.settings import Settings
 
 TOKEN = "admin-token-that-must-never-be-logged-42"
@@ -70,6 +72,8 @@ def test_security_headers_on_success_and_on_every_kind_of_error() -> None:
         limited = client.post("/test/echo", json={})
         assert limited.status_code == 429
         assert_security_headers(limited.headers)
+        # RFC 9110 10.2.3 delay-seconds: when the minute's window resets (1..60 s from now).
+        assert 1 <= int(limited.headers["retry-after"]) <= 60
 
 
 def test_docs_page_may_load_its_scripts_but_is_never_framed() -> None:
@@ -158,6 +162,18 @@ def test_readyz_is_503_until_started() -> None:
     response = client.get("/readyz")
     assert response.status_code == 503
     assert response.json()["status"] == "starting"
+    head = client.head("/readyz")
+    assert (head.status_code, head.content) == (503, b"")
+
+
+def test_probes_answer_head_like_get_without_a_body() -> None:
+    with TestClient(app_with(rate_limit_per_minute=1)) as client:
+        for path in ("/healthz", "/readyz"):
+            for _ in range(3):  # probes are never rate limited, HEAD included
+                response = client.head(path)
+                assert (response.status_code, response.content) == (200, b""), path
+                assert response.headers["content-length"] == "0"
+                assert_security_headers(response.headers)
 
 
 def test_dependencies_reach_handlers_by_name() -> None:
@@ -211,3 +227,40 @@ def test_settings_are_logged_at_start_without_secrets(log_stream: io.StringIO) -
     assert started[0]["settings"]["admin_token"] == "***"
     assert TOKEN not in log_stream.getvalue()
     assert msgspec.json.encode(Settings(admin_token=TOKEN).public_view()).count(b"***") == 1
+
+
+def test_unset_admin_token_is_logged_as_null_not_masked(log_stream: io.StringIO) -> None:
+    with TestClient(create_app(Settings(admin_token=None))):
+        pass
+    started = [line for line in log_lines(log_stream) if line["event"] == "started"]
+    assert started[0]["settings"]["admin_token"] is None
+
+
+@post("/test/explode", sync_to_thread=False)
+def explode(request: Request[Any, Any, Any], data: JSONBody[dict[str, Any]]) -> None:
+    # Frame locals hold the request (its headers) and the decoded body when this raises.
+    headers = dict(request.headers)
+    raise LookupError(f"unexpected: {len(headers)} headers, {len(data)} fields")
+
+
+@pytest.mark.parametrize("fmt", ["json", "console"])
+def test_unexpected_exception_logs_no_locals_headers_or_body(
+    log_stream: io.StringIO, fmt: str
+) -> None:
+    bearer = "bearer-marker-token-5b1e9c"
+    cookie = "cookie-marker-value-0d4f"
+    body_marker = "body-marker-string-a77c"
+    configure_logging("debug", fmt, stream=log_stream)
+    with TestClient(create_app(Settings(), route_handlers=[explode])) as client:
+        response = client.post(
+            "/test/explode",
+            json={"note": body_marker},
+            headers={"Authorization": f"Bearer {bearer}", "Cookie": f"session={cookie}"},
+        )
+    assert response.status_code == 500
+    text = log_stream.getvalue()
+    assert "unhandled exception" in text
+    assert "LookupError" in text  # the traceback is there...
+    assert "explode" in text  # ...with its frames
+    for secret in (bearer, cookie, body_marker):
+        assert secret not in text, secret

@@ -6,8 +6,10 @@ The toy estimator (per GPU, bytes):
 * training: weights ``2 P / (t p)``, gradients ``2 P / (t p)``, AdamW state ``12 P / (t p)``
   (fp32 master + two moments); ZeRO-1 divides the optimizer state by ``d``, ZeRO-2 also the
   gradients, ZeRO-3 / FSDP also the weights; activations ``2 GiB / t``; overhead 1 GiB;
-* inference: weights ``2 P / (t p)``; KV cache ``concurrency x context x kv_per_token / (t p)``
-  with ``kv_per_token = 2 x layers x kv_heads x head_dim x 2``; overhead 1 GiB; with a
+* inference: weights ``2 P / (t p)``; KV cache ``share x context x kv_per_token / (t p)``
+  with ``kv_per_token = 2 x layers x kv_heads x head_dim x 2`` and ``share =
+  ceil(concurrency / d)``, one replica's share of the deployment's sequences; overhead 1 GiB;
+  with a
   capacity, a vLLM engine reserves ``0.9 x capacity`` and the KV pool is the reservation
   minus weights and overhead.
 """
@@ -57,7 +59,8 @@ def toy_estimate(
                 weights //= d
             activations = TRAINING_ACTIVATION_BYTES // plan.tensor_parallel
         case InferenceWorkload():
-            kv = workload.concurrency * workload.context_length * kv_bytes_per_token(arch) // mp
+            share = -(-workload.concurrency // d)
+            kv = share * workload.context_length * kv_bytes_per_token(arch) // mp
     total = weights + gradients + optimizer + activations + kv + OVERHEAD_BYTES
     reserved = pool = None
     if capacity_bytes and isinstance(workload, InferenceWorkload) and workload.engine == "vllm":

@@ -100,6 +100,13 @@ def test_every_rejection_code_renders_a_sentence() -> None:
         "deadline_hours": 1.0,
         "total_usd": 10.0,
         "budget_usd": 5.0,
+        "model": "m",
+        "max_position_embeddings": 4096,
+        "replica_gpus": 1,
+        "target_tokens_per_second": 1000.0,
+        "concurrency": 1,
+        "sequence_tokens_per_second": 100.0,
+        "concurrency_needed": 10,
     }
     for code in REJECTION_CODES:
         text = render(Reason(code=code, data=sample))

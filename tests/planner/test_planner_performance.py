@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from msgspec import structs
 
 from gpu_advisor.core.planner.flops import (
     decode_flops_per_token,
@@ -17,6 +18,7 @@ from gpu_advisor.core.planner.hardware import (
 )
 from gpu_advisor.core.planner.performance import (
     DECODE_BANDWIDTH_EFFICIENCY,
+    deployment_tokens_per_second,
     estimate_inference,
     estimate_training,
     gradient_sync_bytes,
@@ -144,14 +146,42 @@ def test_ring_allreduce() -> None:
 
 def test_max_concurrency_from_the_kv_pool() -> None:
     workload = InferenceWorkload(concurrency=8, context_length=4096)
-    # KV of 8 sequences = 4 GiB -> 0.5 GiB each; a 10 GiB pool holds 20.
+    one_replica = ParallelPlan()
+    # KV of 8 sequences = 4 GiB -> 0.5 GiB each; a 10 GiB pool holds 20 (the usable 80 GiB
+    # would hold (80 - 6) / 0.5 = 148 beside the 6 GiB of weights: the pool binds).
     memory = MemoryBreakdown(
-        weights_bytes=0, kv_cache_bytes=4 * GIB, total_bytes=0, kv_pool_bytes=10 * GIB
+        weights_bytes=6 * GIB, kv_cache_bytes=4 * GIB, total_bytes=10 * GIB, kv_pool_bytes=10 * GIB
     )
-    assert max_concurrency(memory, workload, usable_bytes=0) == 20
-    generic = MemoryBreakdown(weights_bytes=6 * GIB, kv_cache_bytes=4 * GIB, total_bytes=10 * GIB)
-    # no engine pool: usable 20 GiB - 6 GiB of non-KV = 14 GiB -> 28 sequences
-    assert max_concurrency(generic, workload, usable_bytes=20 * GIB) == 28
+    assert max_concurrency(memory, workload, one_replica, usable_bytes=80 * GIB) == 20
+    # with headroom only 14 GiB usable: (14 - 6) / 0.5 = 16 < 20
+    assert max_concurrency(memory, workload, one_replica, usable_bytes=14 * GIB) == 16
+    # two replicas (data_parallel 2): the breakdown holds a share of 4 sequences, 1 GiB each
+    assert max_concurrency(memory, workload, ParallelPlan(data_parallel=2), 80 * GIB) == 10
+    # no engine pool (generic engine): the prefill activations grow with the batch too:
+    # 2 GiB for 8 sequences = 0.25 GiB each; usable 20 GiB - 6 GiB of weights = 14 GiB
+    # -> 14 / (0.5 + 0.25) = 18.7 -> 18 sequences
+    generic = MemoryBreakdown(
+        weights_bytes=6 * GIB,
+        kv_cache_bytes=4 * GIB,
+        activations_bytes=2 * GIB,
+        total_bytes=12 * GIB,
+    )
+    assert max_concurrency(generic, workload, one_replica, usable_bytes=20 * GIB) == 18
+
+
+def test_deployment_rate_sums_the_busy_replicas() -> None:
+    def rate(batch: int) -> float:  # a replica's tokens/s at a batch: 100 x batch^0.5
+        return 100.0 * batch**0.5
+
+    # 10 sequences over 4 replicas: 2 replicas serve 3, 2 serve 2
+    assert deployment_tokens_per_second(rate, 10, 4) == pytest.approx(
+        2 * 100 * 3**0.5 + 2 * 100 * 2**0.5
+    )
+    # one sequence runs on one replica: 8 replicas are as fast as 1
+    assert deployment_tokens_per_second(rate, 1, 8) == deployment_tokens_per_second(rate, 1, 1)
+    assert deployment_tokens_per_second(rate, 1, 8) == 100.0
+    # 3 sequences on 8 replicas: 3 busy ones
+    assert deployment_tokens_per_second(rate, 3, 8) == pytest.approx(300.0)
 
 
 def test_decode_is_bandwidth_bound_at_batch_one() -> None:
@@ -202,3 +232,55 @@ def test_moe_decode_reads_only_the_touched_experts() -> None:
     )
     bandwidth = 3.35e12 * DECODE_BANDWIDTH_EFFICIENCY
     assert estimate.decode_step_seconds == pytest.approx((0.5 + 0.5 * 0.25) * 20e9 / bandwidth)
+
+
+def test_an_encoder_only_model_encodes_its_input_and_does_not_decode() -> None:
+    # BERT-style: no generation. A batch of 32 sequences of the whole 512-token context
+    # (output_tokens does not apply) runs one forward pass: 32 x prefill FLOPs of 512 tokens
+    # over peak x efficiency, or one read of the weights if that is longer. The rate counts
+    # input tokens: 32 x 512 / forward time.
+    arch = structs.replace(make_arch(10**9 + EMBEDDING), encoder_only=True)
+    workload = InferenceWorkload(concurrency=32, context_length=512, output_tokens=256)
+    memory = MemoryBreakdown(weights_bytes=2 * 10**9, total_bytes=0)
+    estimate = estimate_inference(
+        arch,
+        workload,
+        ParallelPlan(),
+        memory,
+        GPUS["H100-SXM-80GB"],
+        H100_BF16,
+        NVLINK,
+        concurrency_limit=None,
+        efficiency=0.4,
+    )
+    bandwidth = 3.35e12 * DECODE_BANDWIDTH_EFFICIENCY
+    forward = max(32 * prefill_flops(arch, 512) / (989.5e12 * 0.4), 2e9 / bandwidth)
+    assert estimate.batch == 32
+    assert estimate.decode_step_seconds == 0.0
+    assert estimate.time_to_first_token_seconds == pytest.approx(forward)
+    assert estimate.tokens_per_second == pytest.approx(32 * 512 / forward)
+
+
+def test_a_replica_serves_its_share_of_the_sequences() -> None:
+    # 10 sequences on 4 replicas (data_parallel 4): a replica decodes ceil(10 / 4) = 3; the
+    # breakdown holds 3 sequences' KV (0.5 GiB each), so each step reads 1.5 GiB of KV x
+    # the mean context share 3,968 / 4,096 beside the 14e9 B of weights.
+    arch = make_arch(7 * 10**9)
+    workload = InferenceWorkload(concurrency=10, context_length=4096, output_tokens=256)
+    memory = MemoryBreakdown(weights_bytes=14 * 10**9, kv_cache_bytes=3 * GIB // 2, total_bytes=0)
+    estimate = estimate_inference(
+        arch,
+        workload,
+        ParallelPlan(data_parallel=4),
+        memory,
+        GPUS["H100-SXM-80GB"],
+        H100_BF16,
+        NVLINK,
+        concurrency_limit=None,
+        efficiency=0.4,
+    )
+    bandwidth = 3.35e12 * DECODE_BANDWIDTH_EFFICIENCY
+    assert estimate.batch == 3
+    assert estimate.decode_step_seconds == pytest.approx(
+        (14e9 + 3 * GIB / 2 * 3968 / 4096) / bandwidth
+    )

@@ -8,6 +8,7 @@ from msgspec import structs
 from gpu_advisor.core.memory import estimate_memory
 from gpu_advisor.core.models.resolve import resolve_model
 from gpu_advisor.core.planner import MEMORY_CAPACITY_RULE, recommend
+from gpu_advisor.core.results import ParallelPlan
 from gpu_advisor.core.spec import InferenceWorkload, ModelSpec, TrainingWorkload
 
 from .fixtures import GIB, GPUS, INFINIBAND, MIB, make_offer, make_request
@@ -54,8 +55,8 @@ def test_llama_8b_qlora_fits_one_24gb_gpu() -> None:
 
 def test_llama_70b_bf16_serving_rejects_single_gpus_with_the_numbers() -> None:
     # Weights alone: 70.55e9 params x 2 B = 141.1e9 B (131.4 GiB) > any single 80 GB GPU.
-    # KV per token = 2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B;
-    # 16 sequences x 8,192 tokens = 131,072 tokens x 327,680 B = 40 GiB more.
+    # KV per token = 2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B; the need quoted is
+    # the smallest replica's with one 8,192-token sequence: 2.5 GiB more than the weights.
     workload = InferenceWorkload(weight_dtype="bf16", context_length=8192, concurrency=16)
     offers = [*SINGLE_GPU_OFFERS, make_offer("H100-SXM-80GB", 8, price=30.0, instance_type="x8")]
     result = recommend(LLAMA_70B, make_request(workload), offers, GPUS, {}, estimate_memory)
@@ -67,7 +68,7 @@ def test_llama_70b_bf16_serving_rejects_single_gpus_with_the_numbers() -> None:
     for group in rejected.values():
         assert group.code == "insufficient_memory"
         need = group.data["need_bytes"]
-        assert need >= 141 * 10**9 + 16 * 8192 * kv_per_token  # weights + KV at least
+        assert need >= 141 * 10**9 + 8192 * kv_per_token  # weights + one sequence's KV
         assert "GiB per GPU" in group.text
         assert f"exposes {group.data['exposed_bytes'] / GIB:.1f} GiB" in group.text
 
@@ -117,23 +118,30 @@ def test_capacity_rule_asks_once_per_capacity_class_with_the_same_answer() -> No
         make_offer("A100-PCIE-40GB", 1, interconnect="pcie", price=1.5, instance_type="a40"),
         make_offer("RTXA6000-48GB", 1, interconnect="pcie", price=1.1, instance_type="a6000"),
     ]
-    calls: list[int | None] = []
+    calls: list[tuple[ParallelPlan, int | None]] = []
 
     def counted(arch, workload, plan, *, capacity_bytes=None):  # type: ignore[no-untyped-def]
-        calls.append(capacity_bytes)
+        calls.append((plan, capacity_bytes))
         return estimate_memory(arch, workload, plan, capacity_bytes=capacity_bytes)
 
     request = make_request(workload)
     per_capacity = recommend(LLAMA_8B, request, offers, GPUS, {}, counted)
-    asked_per_capacity = len(calls)
+    asked_per_capacity = list(calls)
     calls.clear()
     by_class = recommend(
         LLAMA_8B, request, offers, GPUS, {}, counted, capacity_rule=MEMORY_CAPACITY_RULE
     )
     assert by_class == per_capacity
-    # one plan (a single GPU) per GPU: 6 capacities -> 2 classes
-    assert asked_per_capacity == 6
-    assert len(calls) == 2
+    # every plan is asked once per capacity without the rule, once per class with it
+    # (classes: >= 70 GiB or not, vLLM's EngineArgs.get_batch_defaults)
+    assert len(set(asked_per_capacity)) == len(asked_per_capacity)
+    classes = [(plan, capacity is None or capacity >= 70 * GIB) for plan, capacity in calls]
+    assert len(set(classes)) == len(classes)
+    # each single-GPU replica is sized with one sequence (data_parallel 8) first: 6 capacities
+    # -> 2 classes
+    assert sum(plan.data_parallel == 8 for plan, _ in asked_per_capacity) == 6
+    assert sum(plan.data_parallel == 8 for plan, _ in calls) == 2
+    assert len(calls) < len(asked_per_capacity)
 
 
 def test_an_aws_g5_a10g_offer_is_planned_with_the_bundled_gpu_table() -> None:

@@ -34,13 +34,15 @@ def test_divisors_and_idle_widths() -> None:
 
 
 def test_six_gpus_serve_a_model_that_needs_three_with_pipeline_stages_of_three() -> None:
-    # 70e9 params, 80 layers x 8 KV heads x 128; 16 sequences x 8,192 tokens of KV.
-    # Weights 2 x 70e9 = 140e9 B; KV 16 x 8192 x 327,680 B = 42,949,672,960 B.
-    # A replica of 2 GPUs: (140e9 + 42.9e9) / 2 + 1 GiB = 92.5e9 B > 85.5e9 B exposed.
-    # A replica of 3 GPUs (TP must be a power of two: TP=1 x PP=3) holds a third:
-    #   140e9 // 3 + 42,949,672,960 // 3 + 1 GiB = 61,723,424,760 B: fits, two replicas fill
-    #   the 6 GPUs. (Powers of two alone offered 1 or 2 GPUs per replica: nothing fitted.)
-    arch = make_arch(70 * 10**9, layers=80, hidden=8192, heads=64)
+    # 80e9 params, 80 layers x 8 KV heads x 128: 327,680 B of KV per token; 16 sequences of
+    # 8,192 tokens over the deployment (each replica holds its share, fixtures.py).
+    # Replicas of 2 GPUs (TP=2): 3 per instance, 16 / 3 -> 6 sequences each:
+    #   160e9 / 2 + 6 x 8192 x 327,680 / 2 + 1 GiB = 89.1e9 B > 85.5e9 B exposed, so 16
+    #   sequences need 2 instances of them.
+    # Replicas of 3 GPUs (TP must be a power of two: TP=1 x PP=3): 2 per instance, 8 each:
+    #   160e9 // 3 + 8 x 8192 x 327,680 // 3 + 1 GiB = 61.6e9 B: fits one instance, which wins
+    #   (fewest instances). Powers of two alone offered replicas of 1 or 2 GPUs only.
+    arch = make_arch(80 * 10**9, layers=80, hidden=8192, heads=64)
     workload = InferenceWorkload(concurrency=16, context_length=8192)
     offer = make_offer("H100-SXM-80GB", 6)
     result = recommend(arch, make_request(workload), [offer], GPUS, {}, toy_estimate)
@@ -48,18 +50,19 @@ def test_six_gpus_serve_a_model_that_needs_three_with_pipeline_stages_of_three()
     [best] = result.recommendations
     plan = best.plan
     assert (plan.tensor_parallel, plan.pipeline_parallel, plan.data_parallel) == (1, 3, 2)
-    kv = 16 * 8192 * KV_PER_TOKEN_80_LAYERS
-    assert kv == 42_949_672_960
-    assert best.memory_per_gpu.total_bytes == 140 * 10**9 // 3 + kv // 3 + GIB
+    assert best.nodes == 1
+    kv = 8 * 8192 * KV_PER_TOKEN_80_LAYERS  # 8 sequences per replica
+    assert kv == 21_474_836_480
+    assert best.memory_per_gpu.total_bytes == 160 * 10**9 // 3 + kv // 3 + GIB
     assert best.summary.startswith("6 × H100-SXM-80GB: TP=1, PP=3, DP=2")
     assert not any(r.code == "idle_gpus" for r in best.rationale)
 
 
 def test_ten_pcie_gpus_use_pipeline_stages_of_five() -> None:
-    # 80e9 params on L40S (46,068 MiB = 48.3e9 B exposed), PCIe: TP at most 2.
-    # 16 x 8,192 tokens x 327,680 B = 42.9e9 B of KV. Replica of 5 GPUs (TP=1 x PP=5):
-    #   160e9 // 5 + 42.9e9 // 5 + 1 GiB = 32e9 + 8.59e9 + 1.07e9 = 41.7e9 B: fits; a replica
-    #   of 2 (80e9 + ...) does not; two replicas fill the 10 GPUs.
+    # 80e9 params on L40S (46,068 MiB = 48.3e9 B exposed), PCIe: TP at most 2. Two replicas
+    # of 5 GPUs (TP=1 x PP=5) fill the 10 GPUs, 8 of the 16 sequences each:
+    #   160e9 // 5 + 8 x 8,192 x 327,680 // 5 + 1 GiB = 32e9 + 4.29e9 + 1.07e9 = 37.4e9 B:
+    #   fits; a replica of 2 (80e9 B of weights per GPU) does not.
     arch = make_arch(80 * 10**9, layers=80, hidden=8192, heads=64)
     workload = InferenceWorkload(concurrency=16, context_length=8192)
     offer = make_offer("L40S-48GB", 10, interconnect="pcie")
@@ -68,7 +71,7 @@ def test_ten_pcie_gpus_use_pipeline_stages_of_five() -> None:
     [best] = result.recommendations
     plan = best.plan
     assert (plan.tensor_parallel, plan.pipeline_parallel, plan.data_parallel) == (1, 5, 2)
-    kv = 16 * 8192 * KV_PER_TOKEN_80_LAYERS
+    kv = 8 * 8192 * KV_PER_TOKEN_80_LAYERS  # 8 of the 16 sequences per replica
     assert best.memory_per_gpu.total_bytes == 160 * 10**9 // 5 + kv // 5 + GIB
 
 

@@ -12,12 +12,15 @@ PROVIDERS: dict = {}
 
 
 def test_a_model_that_fits_only_with_tp2_gets_tp2() -> None:
-    # 22e9 params, 40 layers x 8 KV heads x 128: KV per token = 2 * 40 * 8 * 128 * 2 = 163,840 B.
-    # 4 sequences x 8,192 tokens -> KV = 4 * 8192 * 163840 = 5 GiB.
-    # One GPU: 2 * 22e9 + 5 GiB + 1 GiB = 44e9 + 6 GiB = 50,442,450,944 B (47.0 GiB)
-    #   > L40S exposed 46,068 MiB (45.0 GiB).
-    # TP=2: 22e9 + 2.5 GiB + 1 GiB = 25,758,073,856 B (24.0 GiB) fits.
-    arch = make_arch(22 * 10**9, layers=40)
+    # 24e9 params, 40 layers x 8 KV heads x 128: KV per token = 2 * 40 * 8 * 128 * 2 = 163,840 B;
+    # one 8,192-token sequence = 8192 * 163840 = 1.25 GiB.
+    # One GPU, even with one sequence: 2 * 24e9 + 1.25 GiB + 1 GiB = 48e9 + 2.25 GiB
+    #   = 50,415,919,104 B (47.0 GiB) > L40S exposed 46,068 MiB (45.0 GiB).
+    # TP=2 replica: 24e9 of weights per GPU; the vLLM pool per GPU is
+    #   int(0.9 * 46,068 MiB) - 24e9 - 1 GiB = 43,475,219,251 - 25,073,741,824 = 18,401,477,427 B,
+    #   one sequence's KV per GPU 1.25 GiB / 2 = 671,088,640 B -> 27 sequences per replica, so
+    #   one replica holds the 4 sequences: KV 4 x 0.625 GiB = 2.5 GiB per GPU.
+    arch = make_arch(24 * 10**9, layers=40)
     workload = InferenceWorkload(concurrency=4, context_length=8192)
     pair = make_offer("L40S-48GB", 2, interconnect="pcie", instance_type="pair")
     single = make_offer("L40S-48GB", 1, interconnect="pcie", instance_type="single")
@@ -26,13 +29,48 @@ def test_a_model_that_fits_only_with_tp2_gets_tp2() -> None:
     assert [r.offer.instance_type for r in result.recommendations] == ["pair"]
     best = result.recommendations[0]
     assert (best.plan.tensor_parallel, best.plan.pipeline_parallel) == (2, 1)
-    assert best.memory_per_gpu.total_bytes == 22 * 10**9 + 2 * GIB + GIB // 2 + GIB
-    codes = [r.code for r in best.rationale]
-    assert "split_to_fit" in codes
+    assert best.plan.data_parallel == 1
+    assert best.memory_per_gpu.total_bytes == 24 * 10**9 + 2 * GIB + GIB // 2 + GIB
+    assert best.performance.max_concurrency_per_replica == 18_401_477_427 // 671_088_640 == 27
+    [split] = [r for r in best.rationale if r.code == "split_to_fit"]
+    assert split.text == (
+        "2 GPUs per replica because the model does not fit one GPU (needs 47.0 GiB; "
+        "45.0 GiB usable)"
+    )
     [rejected] = result.rejected
     assert (rejected.code, rejected.gpu, rejected.count) == ("insufficient_memory", "L40S-48GB", 1)
-    assert rejected.data["need_bytes"] == 44 * 10**9 + 6 * GIB
-    assert rejected.text == "needs 47.0 GiB per GPU on 1 × L40S-48GB; L40S-48GB exposes 45.0 GiB"
+    assert rejected.data["need_bytes"] == 48 * 10**9 + 2 * GIB + GIB // 4 == 50_415_919_104
+    assert rejected.text == (
+        "needs 47.0 GiB per GPU on 1 × L40S-48GB even with one sequence per replica; "
+        "L40S-48GB exposes 45.0 GiB"
+    )
+
+
+def test_tp_because_the_engine_reservation_leaves_one_gpu_no_kv_cache() -> None:
+    # 22e9 params: one GPU, one 8,192-token sequence needs 44e9 + 1.25 GiB + 1 GiB
+    #   = 46,415,919,104 B (43.2 GiB) <= 45.0 GiB: the model fits one L40S, but vLLM at
+    #   gpu_memory_utilization 0.9 reserves int(0.9 * 46,068 MiB) = 43,475,219,251 B (40.5 GiB)
+    #   and the 44e9 B (41.0 GiB) of weights leave it no KV pool. The sentence must say so,
+    #   not that the model does not fit.
+    arch = make_arch(22 * 10**9, layers=40)
+    workload = InferenceWorkload(concurrency=4, context_length=8192)
+    pair = make_offer("L40S-48GB", 2, interconnect="pcie", instance_type="pair")
+    single = make_offer("L40S-48GB", 1, interconnect="pcie", instance_type="single")
+    result = recommend(arch, make_request(workload), [pair, single], GPUS, PROVIDERS, toy_estimate)
+
+    [best] = result.recommendations
+    assert best.plan.tensor_parallel == 2
+    [split] = [r for r in best.rationale if r.code == "split_for_kv_pool"]
+    assert split.text == (
+        "2 GPUs per replica because on one GPU the KV pool of 0.0 GiB holds no 8,192-token "
+        "sequence (1.2 GiB): gpu_memory_utilization 0.9 reserves 40.5 GiB of the 45.0 GiB "
+        "exposed and the weights take 41.0 GiB of it (the model itself fits one GPU)"
+    )
+    assert not any(r.code == "split_to_fit" for r in best.rationale)
+    [rejected] = result.rejected
+    assert rejected.code == "kv_pool_too_small"
+    assert rejected.data["kv_pool_bytes"] == 0
+    assert rejected.data["sequence_bytes"] == 8192 * 163_840
 
 
 def test_two_nodes_only_where_the_offer_has_a_cluster_network() -> None:

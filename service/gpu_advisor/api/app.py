@@ -12,10 +12,11 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import msgspec
-from litestar import Litestar, Response, get
+from litestar import Litestar, Response, get, head
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
+from litestar.enums import MediaType
 from litestar.exceptions import HTTPException
 from litestar.middleware.rate_limit import RateLimitConfig
 from litestar.openapi import OpenAPIConfig
@@ -24,6 +25,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 from litestar.types import ControllerRouterHandler, Scope
 
 from gpu_advisor import __version__
+from gpu_advisor.api.edge import guard_request
 from gpu_advisor.api.middleware import wrap_app
 from gpu_advisor.api.problems import EXCEPTION_HANDLERS
 from gpu_advisor.catalog.service import CacheHealth
@@ -81,9 +83,26 @@ async def readyz(lifecycle: NamedDependency[Lifecycle], state: State) -> Respons
     """Readiness: 200 once start-up has finished, 503 while starting or shutting down."""
     catalog = state.get("catalog")
     cache = await catalog.health() if lifecycle.phase == "ready" and catalog is not None else None
-    status = HTTP_200_OK if lifecycle.phase == "ready" else HTTP_503_SERVICE_UNAVAILABLE
     body = Readiness(status=lifecycle.phase, version=__version__, cache=cache)
-    return Response(body, status_code=status)
+    return Response(body, status_code=_readiness_status(lifecycle))
+
+
+def _readiness_status(lifecycle: Lifecycle) -> int:
+    return HTTP_200_OK if lifecycle.phase == "ready" else HTTP_503_SERVICE_UNAVAILABLE
+
+
+# HEAD answers with GET's status and no body (RFC 9110 section 9.3.2): load balancers and
+# some probes send HEAD. Litestar routes HEAD only to handlers declared for it, and renders a
+# None body as "null" for JSON; as text it is empty (Content-Length: 0).
+@head("/healthz", sync_to_thread=False, include_in_schema=False, media_type=MediaType.TEXT)
+def healthz_head() -> None:
+    """Liveness, status only."""
+
+
+@head("/readyz", sync_to_thread=False, include_in_schema=False, media_type=MediaType.TEXT)
+def readyz_head(lifecycle: NamedDependency[Lifecycle]) -> Response[None]:
+    """Readiness, status only: the status code of ``GET /readyz``."""
+    return Response(None, status_code=_readiness_status(lifecycle), media_type=MediaType.TEXT)
 
 
 @get("/metrics", sync_to_thread=False, include_in_schema=False)
@@ -175,7 +194,12 @@ def create_app(
             allow_origins=list(settings.cors_allow_origins),
             allow_methods=["GET", "POST", "OPTIONS"],
             allow_headers=["Content-Type", "Authorization", "X-Request-ID"],
-            expose_headers=["X-Request-ID", "RateLimit-Limit", "RateLimit-Remaining"],
+            expose_headers=[
+                "X-Request-ID",
+                "RateLimit-Limit",
+                "RateLimit-Remaining",
+                "Retry-After",
+            ],
         )
         if settings.cors_allow_origins
         else None
@@ -187,11 +211,19 @@ def create_app(
     }
     provided.update({name: _constant(value) for name, value in (dependencies or {}).items()})
     app = Litestar(
-        route_handlers=[healthz, readyz, metrics_endpoint, *route_handlers],
+        route_handlers=[
+            healthz,
+            healthz_head,
+            readyz,
+            readyz_head,
+            metrics_endpoint,
+            *route_handlers,
+        ],
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=openapi_config(),
         lifespan=[lifespan],
         after_exception=[log_unexpected],
+        before_request=guard_request,
         middleware=middleware,
         cors_config=cors,
         dependencies=provided,

@@ -7,21 +7,28 @@ Every client error names the offending field: ``{"type", "title", "status", "det
 from __future__ import annotations
 
 import re
+from enum import Enum
 from typing import Any
 
 from litestar import Request, Response
-from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import ClientException, HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import (
     HTTP_404_NOT_FOUND,
     HTTP_422_UNPROCESSABLE_ENTITY,
+    HTTP_429_TOO_MANY_REQUESTS,
     HTTP_500_INTERNAL_SERVER_ERROR,
 )
 from litestar.types import ExceptionHandlersMap
 from msgspec import Struct
 
 from gpu_advisor.core.errors import DomainError, NotFoundError
-from gpu_advisor.decoding import named_field, split_msgspec_message
+from gpu_advisor.decoding import (
+    field_path,
+    named_field,
+    split_msgspec_message,
+    with_allowed_values,
+)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _TYPE_BASE = "https://gpu-advisor.dev/problems/"
@@ -40,26 +47,51 @@ def _problem(
     return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE)
 
 
+def _source(value: Any) -> str | None:
+    """``"query"``/``"path"``/``"header"``/``"cookie"``/``"body"``; Litestar passes its
+    ``ParamType`` enum for parameters (``str()`` of which is ``ParamType.QUERY``)."""
+    if value is None:
+        return None
+    return str(value.value) if isinstance(value, Enum) else str(value)
+
+
+def _with_choices(request: Request[Any, Any, Any], source: str | None, field: str, msg: str) -> str:
+    """An enum error with the values the field accepts (body: the request Struct; a query or
+    path parameter: its annotation)."""
+    parameters = request.route_handler.parsed_fn_signature.parameters
+    if source == "body" and "data" in parameters:
+        return with_allowed_values(msg, parameters["data"].annotation, field)
+    if field in parameters:
+        return with_allowed_values(msg, parameters[field].annotation, "")
+    return msg
+
+
 def validation_exception_handler(
-    _: Request[Any, Any, Any], exc: ValidationException
+    request: Request[Any, Any, Any], exc: ValidationException
 ) -> Response[dict[str, Any]]:
-    """Litestar's decode/validation failures (body, query, path) -> 400/422 problem+json."""
+    """Litestar's decode/validation failures (body, query, path) -> 400/422 problem+json.
+
+    Every entry: ``field`` as a dotted path with list indexes as numbers
+    (``constraints.gpu_types.0``), ``source`` ``body|query|path|header|cookie``, and for an
+    enum the values it accepts.
+    """
     errors: list[dict[str, Any]] = []
     extra = exc.extra if isinstance(exc.extra, list) else []
     for item in extra:
         if not isinstance(item, dict):
             continue
         raw = str(item.get("message", ""))
-        key = str(item.get("key", "") or "")
-        source = item.get("source")
+        key = field_path(str(item.get("key", "") or ""))
+        source = _source(item.get("source"))
         field, message = split_msgspec_message(raw)
         if key and key != "data":
             field = f"{key}.{field}" if field and not field.startswith(key) else (field or key)
         # "Object contains unknown field `x`" / "missing required field `x`": name the field.
         field = named_field(field, message)
+        message = _with_choices(request, source, field, message)
         entry: dict[str, Any] = {"field": field or None, "message": message}
         if source is not None:
-            entry["source"] = str(source)
+            entry["source"] = source
         errors.append(entry)
     if not errors:
         errors.append({"field": None, "message": exc.detail})
@@ -81,15 +113,35 @@ def domain_error_handler(_: Request[Any, Any, Any], exc: DomainError) -> Respons
 
 
 def http_exception_handler(
-    _: Request[Any, Any, Any], exc: HTTPException
+    request: Request[Any, Any, Any], exc: HTTPException
 ) -> Response[dict[str, Any]]:
-    """Any other HTTPException (404 route, 405, 413, 429...) as problem+json."""
+    """Any other HTTPException (404 route, 405, 413, 429...) as problem+json.
+
+    A 400 ``ClientException`` on a route that takes a JSON body is Litestar's "not JSON"
+    (``SerializationException`` re-raised in ``HTTPRoute._call_handler_function``): it gets the
+    validation shape, like every other body error. A 429 carries ``Retry-After`` (seconds,
+    RFC 9110 section 10.2.3): the rate limiter's ``RateLimit-Reset``.
+    """
+    if type(exc) is ClientException and exc.status_code == 400 and _takes_body(request):
+        message = f"not valid JSON: {exc.detail}"
+        errors = [{"field": None, "message": message, "source": "body"}]
+        return _problem(exc.status_code, "validation", "Invalid request", message, errors)
     body = _problem(
         exc.status_code, "http-" + str(exc.status_code), str(exc.detail), str(exc.detail), []
     )
     if exc.headers:
         body.headers.update(exc.headers)
+    if exc.status_code == HTTP_429_TOO_MANY_REQUESTS and "retry-after" not in {
+        name.lower() for name in body.headers
+    }:
+        reset = (exc.headers or {}).get("RateLimit-Reset", "")
+        body.headers["Retry-After"] = str(max(1, int(reset))) if reset.isdigit() else "60"
     return body
+
+
+def _takes_body(request: Request[Any, Any, Any]) -> bool:
+    handler = request.scope.get("route_handler")  # absent when no route matched (404, 405)
+    return handler is not None and "data" in handler.parsed_fn_signature.parameters
 
 
 def internal_error_handler(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:

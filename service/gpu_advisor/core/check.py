@@ -50,6 +50,7 @@ from gpu_advisor.core.planner import (
     RecommendationResult,
     recommend,
 )
+from gpu_advisor.core.planner.index import exposed_by_gpu, with_exposed
 from gpu_advisor.core.planner.relax import WORKLOAD_SUGGESTIONS
 from gpu_advisor.core.planner.report import describe
 from gpu_advisor.core.results import Recommendation, RejectedGroup, Suggestion, Verdict
@@ -202,6 +203,13 @@ def evaluate_check(
         InvalidSpecError: the workload cannot be planned (a bad LoRA target, dtype...).
     """
     validate_check_request(request)
+    if target.info.form != "gpu":
+        # the catalog's figure for each GPU, as the alternative and /v1/recommendations
+        # quote it (the gpu form plans on the GPU table's figure, as /v1/estimate does)
+        known = exposed_by_gpu(
+            catalog.offers if isinstance(catalog, RecommendationIndex) else catalog
+        )
+        target = msgspec.structs.replace(target, offers=with_exposed(target.offers, known))
     planner = _Planner(arch, request, target, gpus, providers, estimate)
     base = Constraints(max_nodes=target.info.max_nodes, spot="forbid")
     first = planner.run(base)

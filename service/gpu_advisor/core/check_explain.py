@@ -86,6 +86,10 @@ _TEMPLATES: dict[tuple[str, str], Callable[[Mapping[str, Any]], str]] = {
         f"{d['gpu']} GPUs of one node"
     ),
     # topology
+    ("memory", "fits_below_target"): lambda d: (
+        f"a {d['replica_gpus']}-GPU replica of {d['gpu_count']} × {d['gpu']} holds a "
+        "full-context sequence"
+    ),
     ("topology", "ok"): _topology_ok,
     # headroom
     ("headroom", "met"): lambda d: (

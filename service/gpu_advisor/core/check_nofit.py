@@ -19,10 +19,12 @@ from gpu_advisor.core.spec import CheckRequest, InferenceWorkload, TrainingWorkl
 # Which rejection explains a target that nothing fits, nearest to passing first: memory that
 # would fit with another link, then memory short, then hardware the workload cannot use.
 _NO_FIT_ORDER: Final = (
+    "context_exceeds_model",
     "tp_over_pcie",
     "no_cluster_network",
     "kv_pool_too_small",
     "insufficient_memory",
+    "target_over_concurrency",
     "over_max_nodes",
     "over_max_gpus",
     "dtype_unsupported",
@@ -49,8 +51,12 @@ def checks_without_plan(rejected: Sequence[RejectedGroup], max_nodes: int) -> li
             topology = make_check("topology", False, group.code, data)
         case "no_cluster_network" | "over_max_nodes":
             memory = make_check("memory", False, "over_max_nodes", data)
-        case "insufficient_memory" | "kv_pool_too_small":
+        case "insufficient_memory" | "kv_pool_too_small" | "context_exceeds_model":
             memory = make_check("memory", False, group.code, data)
+        case "target_over_concurrency":
+            # a replica holds a sequence; the deployment cannot reach the throughput target
+            memory = make_check("memory", True, "fits_below_target", data)
+            topology = make_check("topology", False, group.code, data)
         case _:
             reason = f"{group.gpu} cannot run the workload"
             memory = make_check("memory", None, NOT_EVALUATED, {"reason": reason})

@@ -35,6 +35,7 @@ from gpu_advisor.core.memory.inference import kv_element_bytes, weight_plan
 from gpu_advisor.core.memory.kv_cache import kv_cache_bytes_per_token
 from gpu_advisor.core.offers import Interconnect, Network, Offer, ProviderInfo
 from gpu_advisor.core.planner import MEMORY_CAPACITY_RULE, recommend
+from gpu_advisor.core.planner.evaluate import evaluate_plan
 from gpu_advisor.core.planner.explain import rendered
 from gpu_advisor.core.planner.hardware import (
     MAX_GPUS_PER_NODE,
@@ -43,6 +44,7 @@ from gpu_advisor.core.planner.hardware import (
     scale_up_fabric,
 )
 from gpu_advisor.core.planner.recommend import RecommendationResult
+from gpu_advisor.core.planner.serving import context_limit_reason
 from gpu_advisor.core.results import (
     MemoryBreakdown,
     ModelSummary,
@@ -73,6 +75,11 @@ REFERENCE_PRICE_REASONS = frozenset(
     {"billing", "per_million_tokens", "checkpoint_storage", "spot_risk", "spot_rate_unknown"}
 )
 """Rationale codes about money, meaningless on reference offers (dropped from ``notes``)."""
+WORKLOAD_SUGGESTIONS = frozenset(
+    {"lower_concurrency", "raise_concurrency", "lower_context_length", "shorter_context"}
+)
+"""Suggestions about the workload itself, shown in ``notes`` when nothing fits the hardware
+(the others are about offers and constraints the estimate does not have)."""
 MIN_GPUS_MAX_NODES = 64
 """Largest cluster ``min_gpus`` searches: 64 nodes of 8 GPUs (512 GPUs)."""
 
@@ -105,10 +112,18 @@ class EstimateResponse(Struct, frozen=True, kw_only=True):
     """``POST /v1/estimate`` response (bytes are ``int``; see DESIGN "API").
 
     Attributes:
-        fits: whether ``memory_per_gpu`` fits the hardware (None without hardware).
+        fits: whether the workload runs on the hardware with ``plan`` (None without
+            hardware): the requirement within each GPU's exposed memory, for a vLLM-style
+            engine the KV cache of a replica's share of the sequences within its KV pool, a
+            serving context within the model's trained context and a dtype the GPU runs; the
+            same planner as ``/v1/check`` chooses the plan when none is given (false, with
+            the reasons in ``notes``, when it finds none).
+        performance: the speed on the hardware (when it fits).
         kv_cache_bytes_per_token: inference only; whole model, all layers, no TP split.
         max_context_length / max_concurrency: inference on hardware: the longest context at
-            the requested concurrency and the most sequences at the requested context.
+            the requested concurrency (at most the model's ``max_position_embeddings``) and
+            the most sequences at the requested context the whole plan holds (all its
+            replicas; None when no KV cache bounds it).
         min_gpus: without hardware, the smallest feasible GPU count per GPU type.
         notes: why the hardware does not fit, or how the plan was chosen.
     """
@@ -245,6 +260,21 @@ def min_gpus_per_type(
     return rows
 
 
+def _serving_limits(
+    arch: Architecture, workload: InferenceWorkload, plan: ParallelPlan, capacity: int
+) -> tuple[int, int | None]:
+    """The longest context at the requested concurrency, capped at the model's trained context
+    (``max_position_embeddings``, when known), and the most sequences at the requested context
+    the plan holds (None: no KV cache bounds it, an encoder-only model)."""
+    context = max_context_length(arch, workload, plan, capacity_bytes=capacity)
+    if arch.max_position_embeddings is not None:
+        context = min(context, arch.max_position_embeddings)
+    concurrency: int | None = max_concurrency(arch, workload, plan, capacity_bytes=capacity)
+    if arch.encoder_only and workload.engine == "vllm":
+        concurrency = None
+    return context, concurrency
+
+
 def _kv_per_token(arch: Architecture, workload: InferenceWorkload) -> int:
     element = kv_element_bytes(workload, weight_plan(arch, workload.weight_dtype))
     return kv_cache_bytes_per_token(arch, element_bytes=element)
@@ -334,15 +364,20 @@ def check_qlora_plan(workload: TrainingWorkload | InferenceWorkload, plan: Paral
             )
 
 
-def _nearest_plan(rejected: list[RejectedGroup]) -> ParallelPlan | None:
-    """The plan a rejection quotes as its nearest miss (``data.plan``), if any."""
+def _nearest_plan(rejected: list[RejectedGroup], gpus: int) -> ParallelPlan | None:
+    """The plan a rejection quotes as its nearest miss (``data.plan``), if any. A serving
+    replica quoted with one sequence (``one_sequence_per_replica``) is shown as deployed on
+    the ``gpus`` GPUs: as many replicas as fit them, sharing the sequences."""
     for group in rejected:
         plan = group.data.get("plan")
         if isinstance(plan, dict):
+            replicas = plan["data_parallel"]
+            if group.data.get("one_sequence_per_replica"):
+                replicas = max(1, gpus // (plan["tensor_parallel"] * plan["pipeline_parallel"]))
             return ParallelPlan(
                 tensor_parallel=plan["tensor_parallel"],
                 pipeline_parallel=plan["pipeline_parallel"],
-                data_parallel=plan["data_parallel"],
+                data_parallel=replicas,
                 expert_parallel=plan["expert_parallel"],
                 sharding=plan["sharding"],
                 sequence_parallel=plan["tensor_parallel"] > 1,
@@ -381,6 +416,11 @@ def estimate(
         check_gpus_per_node(gpu, hardware.gpu_count, "hardware.gpu_count")
     if request.plan is not None:
         check_qlora_plan(workload, parallel_plan(request.plan))
+    too_long = (
+        context_limit_reason(arch.name, arch.max_position_embeddings, workload.context_length)
+        if isinstance(workload, InferenceWorkload)
+        else None
+    )
     if hardware is None or gpu is None:
         plan = parallel_plan(request.plan) if request.plan is not None else ParallelPlan()
         memory = estimate_memory(arch, workload, plan)
@@ -390,6 +430,7 @@ def estimate(
             memory_per_gpu=memory,
             kv_cache_bytes_per_token=kv_per_token,
             min_gpus=min_gpus_per_type(arch, request, gpus),
+            notes=[] if too_long is None else [rendered(too_long)],
         )
     info = HardwareInfo(
         gpu=gpu.id,
@@ -404,8 +445,20 @@ def estimate(
     performance: Performance | None = None
     if request.plan is not None:
         plan = parallel_plan(request.plan)
-        notes = _check_plan(plan, gpu, info)
+        plan_notes = _check_plan(plan, gpu, info)
         memory = estimate_memory(arch, workload, plan, capacity_bytes=capacity)
+        evaluation = evaluate_plan(
+            arch,
+            workload,
+            plan,
+            memory,
+            gpu,
+            gpus_per_node=hardware.gpu_count,
+            interconnect=info.interconnect,
+            network_gbit_per_s=REFERENCE_NETWORK.gbit_per_s if hardware.nodes > 1 else None,
+        )
+        fits, performance = evaluation.fits, evaluation.performance
+        notes = plan_notes + list(evaluation.notes)
     else:
         result = _plan_on_reference(
             arch,
@@ -421,21 +474,30 @@ def estimate(
             # The reference offers' $1 per GPU-hour is no real price: keep only the reasons
             # about the plan, the memory and the speed.
             notes = [r for r in best.rationale if r.code not in REFERENCE_PRICE_REASONS]
+            fits = True
         else:
             # Nothing fits: report the plan the planner's reason quotes (its nearest miss, so
-            # the sentence and the plan agree), else the most sharded single plan.
-            plan = _nearest_plan(result.rejected) or ParallelPlan(
+            # the sentence and the plan agree; a serving replica as deployed on the hardware),
+            # else the most sharded single plan.
+            plan = _nearest_plan(
+                result.rejected, hardware.gpu_count * hardware.nodes
+            ) or ParallelPlan(
                 data_parallel=hardware.gpu_count * hardware.nodes,
                 sharding="zero3" if not isinstance(workload, InferenceWorkload) else "none",
             )
             memory = estimate_memory(arch, workload, plan, capacity_bytes=capacity)
             notes = [Reason(code=g.code, data=g.data, text=g.text) for g in result.rejected[:3]]
-    fits = memory.total_bytes <= capacity
+            # what the workload itself could change (the hardware is given)
+            notes += [
+                Reason(code=s.code, data=s.data, text=s.text)
+                for s in result.suggestions
+                if s.code in WORKLOAD_SUGGESTIONS
+            ]
+            fits = False  # nothing the planner tried runs the workload on this hardware
     context: int | None = None
     concurrency: int | None = None
     if isinstance(workload, InferenceWorkload):
-        context = max_context_length(arch, workload, plan, capacity_bytes=capacity)
-        concurrency = max_concurrency(arch, workload, plan, capacity_bytes=capacity)
+        context, concurrency = _serving_limits(arch, workload, plan, capacity)
     return EstimateResponse(
         model=summary,
         plan=plan,

@@ -427,3 +427,41 @@ def resolve_gpu(
     See :func:`resolve_gpu_detailed` for the order of evidence.
     """
     return resolve_gpu_detailed(catalog, name, memory_mib, hints).spec
+
+
+def matching_variants(catalog: GpuCatalog, name: str) -> tuple[GpuSpec, ...]:
+    """Every variant a GPU name selects, for FILTERS (``constraints.gpu_types``,
+    ``GET /v1/offers?gpu=``): a name matches each variant it is consistent with.
+
+    * a listed id or alias that pins a form or memory size names that variant
+      (``"H100-NVL"``, ``"nvidia a100-sxm4-80gb"``, ``"A100-SXM-40GB"``);
+    * a family name alone names every variant (``"A100"``, ``"a100"`` -> SXM and PCIe, 40 and
+      80 GB; ``"H100"`` -> SXM, PCIe, NVL; ``"L40S"`` -> its one variant);
+    * a form or memory token narrows the family to the variants that have it (``"A100-80GB"``
+      -> A100-SXM-80GB and A100-PCIE-80GB; ``"H100 PCIe"`` -> H100-PCIE-80GB).
+
+    One GPU to size a workload on (``hardware.gpu``) resolves with :func:`resolve_gpu` instead,
+    to the default variant.
+
+    Returns:
+        The matching specs in table order; empty for a name of no known family, or tokens no
+        variant of the family has (``"A100-96GB"``).
+    """
+    parsed = parse_gpu_name(name)
+    family = catalog.family_aliases.get(parsed.model)
+    exact = catalog.by_alias.get(_compact(name))
+    if exact is not None:
+        spec = catalog.by_id[exact.upper()]
+        spec_family = spec.family or parse_gpu_name(spec.id).model
+        pins_variant = parsed.form is not None or parsed.memory_gb is not None
+        if pins_variant or family != spec_family:
+            return (spec,)
+        family = spec_family
+    if family is None:
+        return ()
+    variants = catalog.variants(family)
+    if parsed.form is not None and any(v.variant_form for v in variants):
+        variants = tuple(v for v in variants if v.variant_form == parsed.form)
+    if parsed.memory_gb is not None:
+        variants = tuple(v for v in variants if v.memory_gb_marketed == parsed.memory_gb)
+    return variants

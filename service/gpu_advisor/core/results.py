@@ -58,6 +58,15 @@ class MemoryBreakdown(Struct, frozen=True, kw_only=True):
 
 
 class Performance(Struct, frozen=True, kw_only=True):
+    """Speed of a plan.
+
+    Serving: ``tokens_per_second`` is the whole deployment's output tokens per second (an
+    encoder-only model's: input tokens encoded per second), summed over its ``replicas``,
+    each serving its share of the workload's ``concurrency`` (``sequences_per_replica``);
+    ``max_concurrency`` is the most full-context sequences the deployment holds at once
+    (``replicas x max_concurrency_per_replica``).
+    """
+
     tokens_per_second: float
     time_to_result_hours: float | None = None
     mfu: float | None = None
@@ -66,6 +75,8 @@ class Performance(Struct, frozen=True, kw_only=True):
     replicas: int = 1
     step_time_seconds: float | None = None
     request_latency_seconds: float | None = None
+    max_concurrency_per_replica: int | None = None
+    sequences_per_replica: int | None = None
 
 
 class Cost(Struct, frozen=True, kw_only=True):

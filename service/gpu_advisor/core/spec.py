@@ -165,8 +165,29 @@ class InferenceWorkload(_Request, frozen=True, tag="inference", tag_field="kind"
     kv_cache_dtype: Annotated[
         KvDtype | None, Meta(description="KV cache dtype; default bf16 (fp32 for fp32 weights).")
     ] = None
-    context_length: SequenceLength = 4096
-    concurrency: Annotated[int, Meta(ge=1, le=1_000_000)] = 1
+    context_length: Annotated[
+        int,
+        Meta(
+            ge=1,
+            le=10_485_760,
+            description=(
+                "Tokens per sequence, prompt + output (vLLM max_model_len); at most the "
+                "model's max_position_embeddings."
+            ),
+        ),
+    ] = 4096
+    concurrency: Annotated[
+        int,
+        Meta(
+            ge=1,
+            le=1_000_000,
+            description=(
+                "Concurrent sequences the whole deployment serves. Its replicas "
+                "(data_parallel) share them: each holds ceil(concurrency / replicas), and "
+                "each GPU's KV cache is sized for its replica's share."
+            ),
+        ),
+    ] = 1
     engine: Engine = "vllm"
     gpu_memory_utilization: Annotated[float, Meta(gt=0, le=1)] = 0.9
     max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_485_760)] | None = None
@@ -222,7 +243,18 @@ class HardwareSpec(_Request, frozen=True):
 class Constraints(_Request, frozen=True):
     providers: list[Annotated[str, Meta(min_length=1, max_length=64)]] | None = None
     regions: list[Annotated[str, Meta(min_length=1, max_length=64)]] | None = None
-    gpu_types: list[Annotated[str, Meta(min_length=1, max_length=100)]] | None = None
+    gpu_types: (
+        Annotated[
+            list[Annotated[str, Meta(min_length=1, max_length=100)]],
+            Meta(
+                description=(
+                    "GPU ids or aliases to allow. A family name allows every variant (A100: "
+                    "SXM and PCIe, 40 and 80 GB); a form or size narrows it (A100-80GB, H100-NVL)."
+                )
+            ),
+        ]
+        | None
+    ) = None
     spot: SpotPolicy = "forbid"
     max_price_per_hour_usd: Annotated[float, Meta(gt=0)] | None = None
     budget_usd: Annotated[float, Meta(gt=0)] | None = None

@@ -27,7 +27,7 @@ from gpu_advisor.catalog.service import (
     SourceStatus,
 )
 from gpu_advisor.core.errors import InvalidSpecError, UnknownGpuError
-from gpu_advisor.core.gpus import GpuCatalog, GpuSpec, resolve_gpu
+from gpu_advisor.core.gpus import GpuCatalog, GpuSpec, matching_variants
 from gpu_advisor.core.offer_query import OfferQuery, OfferSort, query_offers
 from gpu_advisor.core.offers import Offer
 from gpu_advisor.core.results import CatalogInfo, SourceFreshness
@@ -89,7 +89,13 @@ async def list_offers(
     state: State,
     gpu: Annotated[
         str | None,
-        Parameter(max_length=200, description="GPU id or alias (H100, A100-80GB, ...)."),
+        Parameter(
+            max_length=200,
+            description=(
+                "GPU id or alias. A family name matches every variant (A100: SXM and PCIe, "
+                "40 and 80 GB); a form or size narrows it (A100-80GB, H100-NVL)."
+            ),
+        ),
     ] = None,
     min_gpu_memory_gib: Annotated[
         float | None, Parameter(ge=0, le=100_000, description="Marketed GiB per GPU.")
@@ -119,9 +125,9 @@ async def list_offers(
     gpu_ids: tuple[str, ...] | None = None
     if gpu is not None:
         gpus: GpuCatalog = state.gpus
-        spec = resolve_gpu(gpus, gpu)
-        if spec is not None:
-            gpu_ids = (spec.id,)
+        specs = matching_variants(gpus, gpu)
+        if specs:
+            gpu_ids = tuple(spec.id for spec in specs)
         elif gpu.upper() in index.gpu_ids():
             gpu_ids = (gpu.upper(),)
         else:

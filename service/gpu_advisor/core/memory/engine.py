@@ -146,12 +146,13 @@ class KvPoolCheck(Struct, frozen=True, kw_only=True):
     """Does the requested KV cache fit the engine's pool?
 
     Attributes:
-        required_bytes: KV bytes the workload needs per GPU (context x concurrency).
+        required_bytes: KV bytes the workload needs per GPU (context x the replica's share of
+            the concurrency, ``ceil(concurrency / data_parallel)`` sequences).
         pool_bytes: what the engine leaves for KV per GPU.
         fits: required <= pool.
         max_tokens: tokens of full-attention cache the pool holds per GPU.
         context_length: requested tokens per sequence.
-        concurrency: requested sequences.
+        concurrency: requested sequences of the whole deployment.
     """
 
     required_bytes: int

@@ -33,6 +33,7 @@ from gpu_advisor.core.memory.inference import (
     inference_breakdown,
     kv_element_bytes,
     prompt_tokens,
+    sequences_per_replica,
     stage_breakdown,
     weight_plan,
 )
@@ -233,6 +234,7 @@ class _ServingStage(Struct, frozen=True, kw_only=True):
     act_per_prompt_token: int
     sampler_per_sequence: int
     fragmentation_fraction: float
+    encoder_only: bool
 
 
 def _serving_stages(
@@ -291,6 +293,7 @@ def _serving_stages(
                 ),
                 sampler_per_sequence=(arch.vocab_size * 8) if last and not arch.encoder_only else 0,
                 fragmentation_fraction=overhead.fragmentation_fraction,
+                encoder_only=arch.encoder_only,
             )
         )
     return stages
@@ -309,7 +312,12 @@ def _fits(
     kv = sequences * _sequence_kv(stage, context, vllm)
     if vllm:
         return kv <= (stage.pool_bytes or 0)
-    prompt = min(workload.prompt_tokens or max(1, context - workload.output_tokens), context)
+    if workload.prompt_tokens is not None:
+        prompt = min(workload.prompt_tokens, context)
+    elif stage.encoder_only:  # no generation: the whole context is input
+        prompt = context
+    else:
+        prompt = max(1, context - workload.output_tokens)
     act = sequences * (prompt * stage.act_per_prompt_token + stage.sampler_per_sequence)
     total = stage.fixed_bytes + kv + act + int(act * stage.fragmentation_fraction)
     return total <= capacity
@@ -340,15 +348,21 @@ def max_context_length(
 ) -> int:
     """Longest context (tokens per sequence) that ``concurrency`` sequences can each hold.
 
-    vLLM: the largest L with concurrency x KV(L) <= KV pool on every GPU (the pool does not
+    ``concurrency`` (default: the workload's) counts the sequences of the whole plan; each of
+    its ``data_parallel`` replicas holds ``ceil(concurrency / data_parallel)`` of them.
+    vLLM: the largest L with sequences x KV(L) <= KV pool on every GPU (the pool does not
     depend on L). Generic engine: the largest L whose whole requirement (weights, KV, prefill
     activations, overhead) fits ``capacity_bytes``. Sliding-window layers stop growing at their
-    window. 0 when not even one token fits; capped at 2**31.
+    window. 0 when not even one token fits; capped at 2**31 (not at the model's trained
+    context: callers that answer users cap it there).
 
     Raises:
         InvalidSpecError: invalid plan; concurrency < 1 (field ``concurrency``).
     """
-    sequences = workload.concurrency if concurrency is None else concurrency
+    total = workload.concurrency if concurrency is None else concurrency
+    if total < 1:
+        raise InvalidSpecError("concurrency must be at least 1", field="concurrency")
+    sequences = -(-total // plan.data_parallel)
     if sequences < 1:
         raise InvalidSpecError("concurrency must be at least 1", field="concurrency")
     stages = _serving_stages(arch, workload, plan, capacity_bytes, overhead)
@@ -364,11 +378,12 @@ def max_concurrency(
     context_length: int | None = None,
     overhead: OverheadModel = DEFAULT_OVERHEAD,
 ) -> int:
-    """Most sequences of ``context_length`` tokens served at once (0 if not one fits).
+    """Most sequences of ``context_length`` tokens the plan serves at once (0 if not one fits):
+    ``data_parallel`` replicas x the most one replica holds.
 
-    vLLM: floor(KV pool / KV of one sequence) on the tightest GPU (the engine's "Maximum
-    concurrency for N tokens per request" log line). Generic engine: the largest batch whose
-    requirement fits ``capacity_bytes``.
+    One replica, vLLM: floor(KV pool / KV of one sequence) on the tightest GPU (the engine's
+    "Maximum concurrency for N tokens per request" log line). Generic engine: the largest
+    batch whose requirement fits ``capacity_bytes``.
 
     Raises:
         InvalidSpecError: invalid plan; context_length < 1 (field ``context_length``).
@@ -381,7 +396,8 @@ def max_concurrency(
         workload.engine == "vllm"
     ):
         return MAX_SEARCH_TOKENS
-    return _largest(lambda n: all(_fits(s, workload, capacity_bytes, context, n) for s in stages))
+    one = _largest(lambda n: all(_fits(s, workload, capacity_bytes, context, n) for s in stages))
+    return min(MAX_SEARCH_TOKENS, one * plan.data_parallel)
 
 
 def kv_pool_check(
@@ -430,4 +446,5 @@ __all__ = [
     "max_concurrency",
     "max_context_length",
     "prompt_tokens",
+    "sequences_per_replica",
 ]

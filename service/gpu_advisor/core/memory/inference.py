@@ -4,11 +4,15 @@
   block linears, gpt-oss mxfp4 on the routed experts), else bf16. Quantised formats apply to the
   block linears; embeddings, head, biases and norms stay 16-bit (GGUF formats cover embeddings
   and head too; :mod:`.formats`).
-* KV cache: ``concurrency`` sequences of ``context_length`` tokens (:mod:`.kv_cache`), in the
-  KV dtype (default bf16; fp32 with fp32 weights).
+* KV cache: one replica's share of the deployment's ``concurrency`` sequences,
+  ``ceil(concurrency / data_parallel)`` (:func:`sequences_per_replica`; every replica of a
+  plan holds its own KV cache), of ``context_length`` tokens (:mod:`.kv_cache`), in the KV dtype
+  (default bf16; fp32 with fp32 weights).
 * Activation peak: ``engine="vllm"``: the profiling pass of ``max_num_batched_tokens`` tokens
   plus the sampler (:mod:`.engine`); ``engine="generic"`` (transformers ``generate``): the
-  prefill of every prompt at once, logits of the last position only.
+  prefill of every prompt of the replica's share at once, logits of the last position only.
+  An encoder-only model (BERT) generates nothing: its input is the whole ``context_length``
+  (or ``prompt_tokens``), ``output_tokens`` does not apply.
 * Overhead: CUDA context + allocator reserve; with vLLM also its non-torch memory and CUDA
   graphs.
 """
@@ -127,11 +131,24 @@ class _Engine(Struct, frozen=True, kw_only=True):
     batched_tokens: int
 
 
-def prompt_tokens(workload: InferenceWorkload) -> int:
-    """Prompt length: given, else the context minus the output tokens (at least 1)."""
+def prompt_tokens(workload: InferenceWorkload, arch: Architecture | None = None) -> int:
+    """Prompt length: given (at most the context), else the context minus the output tokens
+    (at least 1); for an encoder-only ``arch`` (no generation) the whole context."""
     if workload.prompt_tokens is not None:
         return min(workload.prompt_tokens, workload.context_length)
+    if arch is not None and arch.encoder_only:
+        return workload.context_length
     return max(1, workload.context_length - workload.output_tokens)
+
+
+def sequences_per_replica(workload: InferenceWorkload, plan: ParallelPlan) -> int:
+    """Sequences one replica holds: ``ceil(concurrency / data_parallel)``.
+
+    ``concurrency`` counts the concurrent sequences of the whole deployment; its
+    ``data_parallel`` replicas share them, and a GPU's KV cache and activations are sized for
+    its replica's share (at least one sequence).
+    """
+    return max(1, -(-workload.concurrency // max(1, plan.data_parallel)))
 
 
 def _engine(
@@ -170,10 +187,11 @@ def _engine(
             cuda_graphs=graphs,
             batched_tokens=tokens,
         )
-    tokens = prompt_tokens(workload) * workload.concurrency
+    sequences = sequences_per_replica(workload, plan)
+    tokens = prompt_tokens(workload, arch) * sequences
     peak = tokens * per_token
     if last_stage and not arch.encoder_only:
-        peak += sampler_bytes(workload.concurrency, arch.vocab_size)
+        peak += sampler_bytes(sequences, arch.vocab_size)
     return _Engine(
         activation_peak=peak, reservation=None, non_torch=0, cuda_graphs=0, batched_tokens=tokens
     )
@@ -190,7 +208,8 @@ def stage_breakdown(
     overhead: OverheadModel,
     parts: Parts = FRESH,
 ) -> MemoryBreakdown:
-    """The serving requirement of one GPU of pipeline stage ``stage``."""
+    """The serving requirement of one GPU of pipeline stage ``stage``, for one replica's share
+    of the sequences (:func:`sequences_per_replica`; ``details["kv_cache.sequences"]``)."""
     shard = parts.shard(arch, plan, stage)
     weight_parts = shard_weight_bytes(shard, wplan)
     weights = sum(weight_parts.values())
@@ -202,18 +221,19 @@ def stage_breakdown(
     context = workload.context_length
     if workload.engine == "vllm":
         context = block_rounded_tokens(context)
+    sequences = sequences_per_replica(workload, plan)
     kv = kv_cache_bytes(
         arch,
         context_tokens=context,
-        sequences=workload.concurrency,
+        sequences=sequences,
         element_bytes=kv_b,
         tensor_parallel=plan.tensor_parallel,
         layer_range=dec_range,
     )
     kv += cross_attention_kv_bytes(
         arch,
-        encoder_tokens=prompt_tokens(workload),
-        sequences=workload.concurrency,
+        encoder_tokens=prompt_tokens(workload, arch),
+        sequences=sequences,
         element_bytes=kv_b,
         tensor_parallel=plan.tensor_parallel,
         layers=dec_range[1] - dec_range[0],
@@ -241,6 +261,7 @@ def stage_breakdown(
             tensor_parallel=plan.tensor_parallel,
             layers=dec_range[1] - dec_range[0],
         ),
+        "kv_cache.sequences": sequences,
         "activations.batched_tokens": eng.batched_tokens,
         "overhead.cuda_context_bytes": cuda_context,
         "overhead.fragmentation_bytes": fragmentation,

@@ -34,8 +34,10 @@ class MemoryEstimator(Protocol):
         ``capacity_bytes`` is given (the GPU's exposed bytes) it also fills
         ``capacity_bytes``/``headroom_fraction`` and, for a vLLM-style engine,
         ``engine_reserved_bytes`` and ``kv_pool_bytes``. For inference, ``kv_cache_bytes`` is
-        the KV cache of ``workload.concurrency`` sequences of ``workload.context_length``
-        tokens on one GPU of one replica.
+        the KV cache of one replica's share of the deployment's sequences,
+        ``ceil(workload.concurrency / plan.data_parallel)`` sequences of
+        ``workload.context_length`` tokens, on one GPU of that replica (activations that
+        grow with the batch are sized for the share too).
     """
 
     def __call__(

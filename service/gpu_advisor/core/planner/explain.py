@@ -25,12 +25,14 @@ REJECTION_CODES: tuple[str, ...] = (
     "unknown_gpu",
     "gpu_rate_unknown",
     "dtype_unsupported",
+    "context_exceeds_model",
     "over_max_gpus",
     "over_max_nodes",
     "no_cluster_network",
     "tp_over_pcie",
     "insufficient_memory",
     "kv_pool_too_small",
+    "target_over_concurrency",
     "over_max_price",
     "past_deadline",
     "over_budget",
@@ -46,6 +48,8 @@ TECHNICAL_CODES: frozenset[str] = frozenset(
         "tp_over_pcie",
         "insufficient_memory",
         "kv_pool_too_small",
+        "context_exceeds_model",
+        "target_over_concurrency",
     }
 )
 """Rejections for what the hardware cannot do for this workload, whatever the constraints; the
@@ -126,15 +130,58 @@ def _training_time(d: Mapping[str, Any]) -> str:
     return f"{hours(d['hours'])} at {percent(d['mfu'])} MFU ({speed})"
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def _serving(d: Mapping[str, Any]) -> str:
-    text = (
-        f"{d['tokens_per_second']:,.0f} output tokens/s from {d['replicas']} "
-        f"replica{'s' if d['replicas'] != 1 else ''}; first token in "
-        f"{d['time_to_first_token_seconds']:.2f} s"
-    )
+    replicas = d["replicas"]
+    kind = "input tokens/s encoded" if d.get("encoder_only") else "output tokens/s"
+    text = f"{d['tokens_per_second']:,.0f} {kind} from {_plural(replicas, 'replica')}"
+    if d.get("concurrency") is not None:
+        busy = min(replicas, d["concurrency"])
+        text += f" serving {_plural(d['concurrency'], 'concurrent sequence')}"
+        if replicas > 1:
+            text += f" ({d['sequences_per_replica']:,} per replica" + (
+                f"; {replicas - busy:,} idle)" if busy < replicas else ")"
+            )
+    if d.get("encoder_only"):
+        text += (
+            f"; one batch in {d['time_to_first_token_seconds']:.2f} s (encoder-only: no generation)"
+        )
+    else:
+        text += f"; first token in {d['time_to_first_token_seconds']:.2f} s"
     if d.get("max_concurrency") is not None:
-        text += f"; up to {d['max_concurrency']:,} concurrent sequences per replica"
+        text += f"; holds up to {d['max_concurrency']:,} concurrent sequences"
+        if d.get("max_concurrency_per_replica") is not None and replicas > 1:
+            text += f" ({d['max_concurrency_per_replica']:,} per replica)"
     return text
+
+
+def _split_for_kv_pool(d: Mapping[str, Any]) -> str:
+    text = (
+        f"{d['replica_gpus']} GPUs per replica because on one GPU the KV pool of "
+        f"{format_gib(d['kv_pool_bytes'])} holds no {d['context_length']:,}-token sequence "
+        f"({format_gib(d['sequence_bytes'])})"
+    )
+    if d.get("reserved_bytes") is not None:
+        text += (
+            f": gpu_memory_utilization {d['gpu_memory_utilization']:g} reserves "
+            f"{format_gib(d['reserved_bytes'])} of the {format_gib(d['exposed_bytes'])} exposed "
+            f"and the weights take {format_gib(d['weights_bytes'])} of it (the model itself "
+            "fits one GPU)"
+        )
+    return text
+
+
+def _target_over_concurrency(d: Mapping[str, Any]) -> str:
+    return (
+        f"{_plural(d['concurrency'], 'concurrent sequence')} cannot sustain "
+        f"{d['target_tokens_per_second']:,.0f} output tokens/s on {_instance(d)}: one sequence "
+        f"decodes at most {d['sequence_tokens_per_second']:,.0f} tokens/s on a "
+        f"{d['replica_gpus']}-GPU replica, so the target needs at least "
+        f"{d['concurrency_needed']:,} concurrent sequences (one replica serves a sequence)"
+    )
 
 
 def _billing(d: Mapping[str, Any]) -> str:
@@ -176,6 +223,8 @@ def _insufficient(d: Mapping[str, Any]) -> str:
         if used > count:
             where = f"{-(-used // count)} nodes of {where}"
         where += f" with {_degrees(plan)}"
+    if d.get("one_sequence_per_replica"):
+        where += " even with one sequence per replica"
     return f"needs {format_gib(d['need_bytes'])} per GPU on {where}; {exposes}"
 
 
@@ -235,6 +284,8 @@ def _closest(d: Mapping[str, Any]) -> str:
         return ""
     plan = d.get("plan")
     with_plan = f", {_degrees(plan)}," if plan is not None else ""
+    if plan is not None and d.get("one_sequence_per_replica"):
+        with_plan = f", {_degrees(plan)} with one sequence per replica,"
     exposes = (
         f"; {d['gpu']} exposes {format_gib(d['exposed_bytes'])}" if d.get("exposed_bytes") else ""
     )
@@ -290,6 +341,23 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "split_to_fit": lambda d: (
         f"{d['replica_gpus']} GPUs per replica because the model does not fit one GPU "
         f"(needs {format_gib(d['one_gpu_need_bytes'])}; {format_gib(d['usable_bytes'])} usable)"
+    ),
+    "split_for_kv_pool": _split_for_kv_pool,
+    "split_for_concurrency": lambda d: (
+        f"{d['replica_gpus']} GPUs per replica to serve "
+        f"{_plural(d['concurrency'], 'concurrent sequence')} on "
+        f"{_plural(d['nodes'], 'instance')}: one-GPU replicas hold "
+        f"{d['one_gpu_sequences']:,} each and need {_plural(d['one_gpu_nodes'], 'instance')}"
+        if d.get("one_gpu_sequences") is not None
+        else f"{d['replica_gpus']} GPUs per replica to serve "
+        f"{_plural(d['concurrency'], 'concurrent sequence')} on "
+        f"{_plural(d['nodes'], 'instance')}; one-GPU replicas need "
+        f"{_plural(d['one_gpu_nodes'], 'instance')}"
+    ),
+    "split_for_target": lambda d: (
+        f"{d['replica_gpus']} GPUs per replica to reach {d['target_tokens_per_second']:,.0f} "
+        f"output tokens/s with {_plural(d['concurrency'], 'concurrent sequence')}: one-GPU "
+        f"replicas reach at most {d['one_gpu_tokens_per_second']:,.0f}"
     ),
     "tp_for_throughput": lambda d: (
         f"{d['replica_gpus']} GPUs per replica for throughput: "
@@ -353,6 +421,18 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"(PCIe only); TP over PCIe is limited to {d['max_tensor_parallel']}"
     ),
     "insufficient_memory": _insufficient,
+    "context_exceeds_model": lambda d: (
+        f"context_length {d['context_length']:,} is longer than the "
+        f"{d['max_position_embeddings']:,} tokens {d['model']} was trained for "
+        "(max_position_embeddings): a serving engine refuses it"
+    ),
+    "target_over_concurrency": _target_over_concurrency,
+    "kv_pool_short": lambda d: (
+        f"the KV cache of {_plural(d['sequences'], 'sequence')} of {d['context_length']:,} "
+        f"tokens per replica needs {format_gib(d['kv_cache_bytes'])} per GPU; the KV pool on "
+        f"{d['gpu']} at gpu_memory_utilization {d['gpu_memory_utilization']:g} holds "
+        f"{format_gib(d['kv_pool_bytes'])} ({_plural(d['max_sequences'], 'sequence')})"
+    ),
     "kv_pool_too_small": lambda d: (
         f"the KV pool of {format_gib(d['kv_pool_bytes'])} per GPU on {_instance(d)} holds no "
         f"{d['context_length']:,}-token sequence ({format_gib(d['sequence_bytes'])} each)"
@@ -399,6 +479,22 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "shorter_context": lambda d: (
         f"lower context_length below {d['context_length']:,} or raise gpu_memory_utilization: "
         f"the KV pool of {format_gib(d['kv_pool_bytes'])} on {d['gpu']} holds no full sequence"
+    ),
+    "lower_context_length": lambda d: (
+        f"lower context_length (prompt + output tokens) to at most "
+        f"{d['max_position_embeddings']:,}, the trained context of {d['model']}"
+    ),
+    "raise_concurrency": lambda d: (
+        f"raise concurrency to at least {d['concurrency_needed']:,}, or lower "
+        f"target_tokens_per_second to at most {d['max_tokens_per_second']:,.0f} "
+        f"({_instance(d)}: one sequence decodes at most "
+        f"{d['sequence_tokens_per_second']:,.0f} tokens/s)"
+    ),
+    "lower_concurrency": lambda d: (
+        f"lower concurrency to at most {d['max_concurrency']:,} ({_instance(d)}: "
+        f"{d['per_replica']:,} sequences per {d['replica_gpus']}-GPU replica within "
+        + (f"max_gpus {d['max_gpus']}" if "max_gpus" in d else f"max_nodes {d['max_nodes']}")
+        + ")"
     ),
     "lower_headroom": lambda d: (
         f"lower min_headroom_fraction to {d['min_headroom_fraction']:.2f} or less: "

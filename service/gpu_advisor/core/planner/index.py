@@ -10,10 +10,11 @@ requests (the HTTP layer) build it once per catalog version and pass it to ``rec
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
+from msgspec import structs
 from numpy.typing import NDArray
 
 from gpu_advisor.core.offers import Network, Offer
@@ -34,6 +35,32 @@ def cluster_network(network: Network | None) -> Network | None:
     ):
         return None
     return network
+
+
+def exposed_by_gpu(offers: Iterable[Offer]) -> dict[str, int]:
+    """The smallest exposed memory per GPU any of ``offers`` reports, by canonical GPU id.
+
+    Clouds report one GPU model's memory differently (AWS an L40S as 45,776 MiB where the
+    driver total is 46,068 MiB; a cloud with ECC on an RTX A6000 as 48,384 MiB): the smallest
+    figure is the conservative one (the normaliser believes a smaller cloud figure too,
+    :mod:`gpu_advisor.core.normalize`)."""
+    found: dict[str, int] = {}
+    for offer in offers:
+        known = found.get(offer.gpu)
+        if known is None or offer.gpu_memory_exposed_bytes < known:
+            found[offer.gpu] = offer.gpu_memory_exposed_bytes
+    return found
+
+
+def with_exposed(offers: Iterable[Offer], exposed: Mapping[str, int]) -> tuple[Offer, ...]:
+    """``offers`` with each GPU's exposed memory set to ``exposed[gpu]`` (where given), so an
+    answer plans -- and quotes -- one figure per GPU."""
+    return tuple(
+        structs.replace(o, gpu_memory_exposed_bytes=exposed[o.gpu])
+        if o.gpu in exposed and exposed[o.gpu] != o.gpu_memory_exposed_bytes
+        else o
+        for o in offers
+    )
 
 
 def group_key(offer: Offer) -> GroupKey:
@@ -70,7 +97,8 @@ class RecommendationIndex:
     """Offers as columns; every array has one entry per offer, in ``offers`` order.
 
     Attributes:
-        offers: the offers.
+        offers: the offers, each GPU's exposed memory set to the smallest figure any offer of
+            that GPU reports (:func:`exposed_by_gpu`): one figure per GPU in an answer.
         groups: distinct planning groups; ``group_of[i]`` is offer ``i``'s group.
         gpus / gpu_code: distinct canonical GPU ids and each offer's position in them.
         providers / provider_code, regions / region_code: likewise.
@@ -114,7 +142,8 @@ class RecommendationIndex:
     )
 
     def __init__(self, offers: Sequence[Offer]) -> None:
-        self.offers: tuple[Offer, ...] = tuple(offers)
+        # one exposed-memory figure per GPU in every answer (the smallest any offer reports)
+        self.offers: tuple[Offer, ...] = with_exposed(offers, exposed_by_gpu(offers))
         keys = [group_key(o) for o in self.offers]
         group_ids: dict[GroupKey, int] = {}
         for key in keys:

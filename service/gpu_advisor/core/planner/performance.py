@@ -8,7 +8,9 @@ it does not hide behind the backward pass.
 
 Serving: prefill is compute-bound; decode is memory-bandwidth-bound (each step reads the
 replica's weights and the KV cache of every sequence in the batch), batched over the
-sequences the KV pool holds.
+replica's share of the deployment's concurrent sequences; the deployment's rate is the sum
+over its replicas (:func:`deployment_tokens_per_second`), so replicas without a sequence to
+serve add nothing.
 
 The MFU defaults are measured model-FLOPs utilisation on well-connected clusters; the
 interconnect is modelled explicitly (PCIe tensor parallel, exposed gradient traffic) instead
@@ -18,6 +20,7 @@ of being folded into the default a second time.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal
 
 from msgspec import Struct
@@ -218,13 +221,18 @@ class InferenceEstimate(Struct, frozen=True, kw_only=True):
     """One serving replica's speed.
 
     Attributes:
-        batch: sequences decoded together (``min(concurrency, max_concurrency)``).
-        max_concurrency: sequences of ``context_length`` the KV pool holds (None: no KV cache).
-        decode_step_seconds: one decode step of the whole batch.
+        batch: sequences the replica serves together (its share of the deployment's
+            concurrency, ``ceil(concurrency / replicas)``, at most ``max_concurrency``).
+        max_concurrency: sequences of ``context_length`` one replica's KV pool holds (None:
+            no KV cache).
+        decode_step_seconds: one decode step of the whole batch (0 for an encoder-only model:
+            it does not decode).
         decode_bound: ``memory`` or ``compute``, whichever term is larger.
-        time_to_first_token_seconds: prefill of one prompt plus one decode step.
+        time_to_first_token_seconds: prefill of one prompt plus one decode step (an
+            encoder-only model: the forward pass of its batch).
         request_latency_seconds: first token plus the remaining output tokens.
-        tokens_per_second: output tokens per second of the replica, prefill included.
+        tokens_per_second: output tokens per second of the replica, prefill included; for an
+            encoder-only model, input tokens encoded per second (it generates nothing).
         compute: hardware path of the weight dtype.
     """
 
@@ -238,38 +246,63 @@ class InferenceEstimate(Struct, frozen=True, kw_only=True):
     compute: ComputePath
 
 
-def kv_bytes_per_sequence(memory: MemoryBreakdown, workload: InferenceWorkload) -> float:
+def sequences_per_replica(workload: InferenceWorkload, plan: ParallelPlan) -> int:
+    """A replica's share of the deployment's concurrent sequences,
+    ``ceil(concurrency / data_parallel)`` (the memory estimator sizes one GPU's KV cache for
+    it: :class:`~gpu_advisor.core.planner.estimator.MemoryEstimator`)."""
+    return max(1, -(-workload.concurrency // max(1, plan.data_parallel)))
+
+
+def kv_bytes_per_sequence(
+    memory: MemoryBreakdown, workload: InferenceWorkload, plan: ParallelPlan
+) -> float:
     """KV bytes of one full-context sequence on one GPU: the estimator sizes the cache for
-    ``concurrency`` sequences, so this is ``kv_cache_bytes / concurrency``."""
-    return memory.kv_cache_bytes / workload.concurrency
+    one replica's share of the sequences (:func:`sequences_per_replica` of ``plan``, the plan
+    ``memory`` was estimated for)."""
+    return memory.kv_cache_bytes / sequences_per_replica(workload, plan)
 
 
 def max_concurrency(
-    memory: MemoryBreakdown, workload: InferenceWorkload, usable_bytes: float
+    memory: MemoryBreakdown,
+    workload: InferenceWorkload,
+    plan: ParallelPlan,
+    usable_bytes: float,
 ) -> int | None:
     """Full-context sequences one replica holds at once.
 
-    The engine's KV pool (vLLM: ``gpu_memory_utilization x capacity`` minus weights,
-    activation peak and overhead) when the estimator reports it, else what ``usable_bytes``
-    leaves beside the non-KV terms; divided by the KV of one sequence. None without a KV cache
-    (encoder-only models).
+    The KV cache of ``n`` sequences must fit both the engine's KV pool (vLLM:
+    ``gpu_memory_utilization x capacity`` minus weights, activation peak and overhead) when the
+    estimator reports one, and ``usable_bytes`` beside the terms that do not grow with ``n``.
+    Without an engine reservation (the generic engine) the activation peak (prefill of every
+    prompt of the batch) grows with ``n`` too. None when nothing grows with the batch (an
+    encoder-only model, which has no KV cache, under an engine that reserves its memory).
+
+    Args:
+        memory: the breakdown of ``plan`` (sized for its share of the sequences).
+        plan: the plan ``memory`` was estimated for.
+        usable_bytes: the GPU's memory after headroom.
     """
-    per_sequence = kv_bytes_per_sequence(memory, workload)
-    if per_sequence <= 0:
+    share = sequences_per_replica(workload, plan)
+    growing = float(memory.kv_cache_bytes)
+    if memory.kv_pool_bytes is None:
+        growing += memory.activations_bytes
+    if growing <= 0:
         return None
-    if memory.kv_pool_bytes is not None:
-        pool = float(memory.kv_pool_bytes)
-    else:
-        pool = usable_bytes - (memory.total_bytes - memory.kv_cache_bytes)
-    return max(0, math.floor(pool / per_sequence))
+    room = usable_bytes - (memory.total_bytes - growing)
+    most = room / (growing / share)
+    if memory.kv_pool_bytes is not None and memory.kv_cache_bytes > 0:
+        most = min(most, memory.kv_pool_bytes / (memory.kv_cache_bytes / share))
+    return max(0, math.floor(most))
 
 
-def prompt_tokens(workload: InferenceWorkload) -> int:
+def prompt_tokens(workload: InferenceWorkload, arch: Architecture | None = None) -> int:
     """Prompt length: ``prompt_tokens`` (at most the context), else the context minus the
     output tokens, at least 1 -- the same default as the memory estimator, whose KV cache is
-    sized for the full context."""
+    sized for the full context. An encoder-only ``arch`` reads the whole context."""
     if workload.prompt_tokens is not None:
         return min(workload.prompt_tokens, workload.context_length)
+    if arch is not None and arch.encoder_only:
+        return workload.context_length
     return max(1, workload.context_length - workload.output_tokens)
 
 
@@ -296,32 +329,59 @@ def estimate_inference(
     link: Links,
     concurrency_limit: int | None,
     efficiency: float,
+    *,
+    batch: int | None = None,
 ) -> InferenceEstimate:
-    """Throughput and latency of one replica (``plan.data_parallel`` is ignored).
+    """Throughput and latency of one replica of ``plan``.
 
     Decode step = ``max(PP x (weights read + KV read) / (bandwidth x MBU),
     batch x FLOPs per token / (TP x peak x efficiency))`` plus PCIe TP traffic. PP stages run
     one after another for a token, so PP adds memory, not speed (vLLM docs, "Distributed
     inference and serving"). Prefill is compute-bound and is not batched away: a batch of
-    prompts costs the sum of their FLOPs.
+    prompts costs the sum of their FLOPs. An encoder-only model runs one forward pass per
+    request and generates nothing: its rate is input tokens encoded per second.
 
     Args:
-        concurrency_limit: :func:`max_concurrency` of this replica.
+        plan: the plan ``memory`` was estimated for (its ``data_parallel`` sets the share of
+            the sequences ``memory`` holds; the replica is its TP x PP).
+        concurrency_limit: :func:`max_concurrency` of one replica.
         efficiency: utilisation of peak compute for prefill (the MFU default or override).
+        batch: sequences the replica serves together; default its share of the
+            concurrency, :func:`sequences_per_replica` of ``plan``. Capped at
+            ``concurrency_limit``.
     """
     t, p = plan.tensor_parallel, plan.pipeline_parallel
-    batch = workload.concurrency
+    if batch is None:
+        batch = sequences_per_replica(workload, plan)
     if concurrency_limit is not None:
-        batch = max(1, min(batch, concurrency_limit))
-    prompt = float(prompt_tokens(workload))
+        batch = min(batch, concurrency_limit)
+    batch = max(1, batch)
+    prompt = float(prompt_tokens(workload, arch))
     output = float(workload.output_tokens)
     mean_context = min(prompt + output / 2.0, float(workload.context_length))
     bandwidth = max(gpu.memory_bandwidth_bytes_per_s, 1) * DECODE_BANDWIDTH_EFFICIENCY
     peak = compute.tflops * 1e12 * efficiency
+    if arch.encoder_only:
+        # one forward pass over the batch: its FLOPs, or one read of the weights
+        forward_s = max(
+            batch * prefill_flops(arch, prompt) / (t * peak),
+            p * memory.weights_bytes / bandwidth,
+            _TINY_SECONDS,
+        )
+        return InferenceEstimate(
+            batch=batch,
+            max_concurrency=concurrency_limit,
+            decode_step_seconds=0.0,
+            decode_bound="compute",
+            time_to_first_token_seconds=forward_s,
+            request_latency_seconds=forward_s,
+            tokens_per_second=batch * prompt / forward_s,
+            compute=compute,
+        )
     weights_read = memory.weights_bytes * _expert_read_fraction(arch, batch)
     kv_read = (
         batch
-        * kv_bytes_per_sequence(memory, workload)
+        * kv_bytes_per_sequence(memory, workload, plan)
         * min(1.0, mean_context / workload.context_length)
     )
     memory_s = p * (weights_read + kv_read) / bandwidth
@@ -336,17 +396,6 @@ def estimate_inference(
         p * memory.weights_bytes / bandwidth,
         _TINY_SECONDS,
     )
-    if arch.encoder_only:
-        return InferenceEstimate(
-            batch=batch,
-            max_concurrency=concurrency_limit,
-            decode_step_seconds=0.0,
-            decode_bound="compute",
-            time_to_first_token_seconds=prefill_s,
-            request_latency_seconds=prefill_s,
-            tokens_per_second=prompt / prefill_s,
-            compute=compute,
-        )
     return InferenceEstimate(
         batch=batch,
         max_concurrency=concurrency_limit,
@@ -357,3 +406,25 @@ def estimate_inference(
         tokens_per_second=batch * output / (batch * prefill_s + output * step),
         compute=compute,
     )
+
+
+def deployment_tokens_per_second(
+    rate: Callable[[int], float], concurrency: int, replicas: int
+) -> float:
+    """Tokens per second of ``replicas`` replicas sharing ``concurrency`` sequences.
+
+    The sequences spread as evenly as they can: ``concurrency mod replicas`` replicas serve
+    ``q + 1`` of them and the others ``q = concurrency // replicas``; an idle replica adds
+    nothing (one sequence runs on one replica). So at concurrency 1 the deployment is as fast
+    as one replica serving one sequence, however many replicas it has.
+
+    Args:
+        rate: tokens per second of one replica serving a batch of ``n`` sequences (``n >= 1``).
+    """
+    share, bigger = divmod(concurrency, replicas)
+    total = 0.0
+    if bigger:
+        total += bigger * rate(share + 1)
+    if share:
+        total += (replicas - bigger) * rate(share)
+    return total

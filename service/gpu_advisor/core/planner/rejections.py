@@ -31,6 +31,8 @@ _STRUCTURAL = frozenset(
         "tp_over_pcie",
         "insufficient_memory",
         "kv_pool_too_small",
+        "context_exceeds_model",
+        "target_over_concurrency",
     }
 )
 """Codes decided per planning group (their data comes from the group's verdict)."""
@@ -164,6 +166,8 @@ def _nearest(reason: Reason) -> float:
             return float(data["nodes_needed"] * data.get("gpu_count", 1))
         case "over_max_gpus":
             return float(data["gpus_needed"])
+        case "target_over_concurrency":
+            return float(data["concurrency_needed"])
         case _:
             return 0.0
 
@@ -371,12 +375,31 @@ def _relax_structure(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
     by_code: dict[str, list[Reason]] = {}
     for _, reason in reasons:
         by_code.setdefault(reason.code, []).append(reason)
+    if "context_exceeds_model" in by_code:
+        found.append(
+            _suggest("lower_context_length", dict(by_code["context_exceeds_model"][0].data))
+        )
     if "over_max_nodes" in by_code:
         best = min(by_code["over_max_nodes"], key=lambda r: r.data["nodes_needed"])
         found.append(_suggest("raise_max_nodes", dict(best.data)))
     if "over_max_gpus" in by_code:
         best = min(by_code["over_max_gpus"], key=lambda r: r.data["gpus_needed"])
         found.append(_suggest("raise_max_gpus", dict(best.data)))
+    crowded = [
+        r
+        for code in ("over_max_nodes", "over_max_gpus")
+        for r in by_code.get(code, [])
+        if r.data.get("max_concurrency")
+    ]
+    if crowded:
+        # the concurrency sets the deployment's size: fewer sequences fit the limits
+        best = max(crowded, key=lambda r: r.data["max_concurrency"])
+        found.append(_suggest("lower_concurrency", dict(best.data)))
+    if "target_over_concurrency" in by_code:
+        best = min(by_code["target_over_concurrency"], key=lambda r: r.data["concurrency_needed"])
+        data = dict(best.data)
+        data["max_tokens_per_second"] = data["concurrency"] * data["sequence_tokens_per_second"]
+        found.append(_suggest("raise_concurrency", data))
     if "no_cluster_network" in by_code:
         best = min(by_code["no_cluster_network"], key=lambda r: r.data["nodes_needed"])
         found.append(_suggest("cluster_network", dict(best.data)))

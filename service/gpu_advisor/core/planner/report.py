@@ -17,6 +17,7 @@ from gpu_advisor.core.planner.cost import (
 )
 from gpu_advisor.core.planner.explain import rendered, summary
 from gpu_advisor.core.planner.markets import Outcome
+from gpu_advisor.core.planner.performance import InferenceEstimate
 from gpu_advisor.core.planner.ranking import Candidates
 from gpu_advisor.core.planner.topology import PlanOption
 from gpu_advisor.core.results import (
@@ -27,7 +28,7 @@ from gpu_advisor.core.results import (
     Recommendation,
     RegionPrice,
 )
-from gpu_advisor.core.spec import TrainingWorkload
+from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
 
 if TYPE_CHECKING:
     from gpu_advisor.core.planner.recommend import Evaluation
@@ -170,13 +171,44 @@ def _performance(
     serving = option.inference
     if serving is None:  # pragma: no cover - every option has an estimate of its kind
         raise LookupError("option without an estimate")
+    return serving_performance(serving, option.replicas, tokens_per_second)
+
+
+def serving_performance(
+    serving: InferenceEstimate, replicas: int, tokens_per_second: float
+) -> Performance:
+    """The performance block of a serving deployment of ``replicas`` replicas like
+    ``serving`` (one replica's estimate) producing ``tokens_per_second`` in all."""
+    per_replica = serving.max_concurrency
     return Performance(
         tokens_per_second=tokens_per_second,
-        max_concurrency=serving.max_concurrency,
+        max_concurrency=None if per_replica is None else per_replica * replicas,
+        max_concurrency_per_replica=per_replica,
+        sequences_per_replica=serving.batch,
         time_to_first_token_seconds=serving.time_to_first_token_seconds,
-        replicas=option.replicas,
+        replicas=replicas,
         step_time_seconds=serving.decode_step_seconds,
         request_latency_seconds=serving.request_latency_seconds,
+    )
+
+
+def serving_speed(
+    performance: Performance, workload: InferenceWorkload, encoder_only: bool
+) -> Reason:
+    """The ``serving_speed`` rationale of a serving deployment."""
+    return Reason(
+        code="serving_speed",
+        data={
+            "tokens_per_second": performance.tokens_per_second,
+            "replicas": performance.replicas,
+            "time_to_first_token_seconds": performance.time_to_first_token_seconds,
+            "max_concurrency": performance.max_concurrency,
+            "max_concurrency_per_replica": performance.max_concurrency_per_replica,
+            "concurrency": workload.concurrency,
+            "sequences_per_replica": performance.sequences_per_replica,
+            "context_length": workload.context_length,
+            "encoder_only": encoder_only,
+        },
     )
 
 
@@ -231,18 +263,8 @@ def _rationale(
                 },
             )
         )
-    else:
-        reasons.append(
-            Reason(
-                code="serving_speed",
-                data={
-                    "tokens_per_second": performance.tokens_per_second,
-                    "replicas": performance.replicas,
-                    "time_to_first_token_seconds": performance.time_to_first_token_seconds,
-                    "max_concurrency": performance.max_concurrency,
-                },
-            )
-        )
+    elif isinstance(ev.workload, InferenceWorkload):
+        reasons.append(serving_speed(performance, ev.workload, ev.arch.encoder_only))
     reasons.append(
         Reason(
             code="billing",

@@ -1,30 +1,53 @@
 """Serving plans: replica shape (TP x PP, EP), replicas and instances for one group.
 
-A replica is ``t x p`` GPUs inside one node, or whole nodes when it is larger than a node
-(then the group needs a cluster network). Replicas of a deployment are independent: they need
-no network between them. The deployment is sized to hold ``concurrency`` sequences (the KV
-pool of a replica bounds how many it holds) and to sustain ``target_tokens_per_second``.
+``concurrency`` counts the concurrent sequences the WHOLE deployment serves. A deployment of
+``R`` replicas (``data_parallel = R``) spreads them as evenly as it can, so one replica holds
+``ceil(concurrency / R)``; each GPU's KV cache and activations are sized for that share. A
+replica is ``t x p`` GPUs inside one node, or whole nodes when it is larger than a node (then
+the group needs a cluster network). Replicas are independent: they need no network between
+them.
 
 Replica sizes, in the order they are tried (:meth:`ServingPlanner.replica_sizes`): the
 divisors of the node's GPU count (so replicas fill the node: 6 GPUs hold replicas of 1, 2,
-3 or 6 GPUs, e.g. TP=2 x PP=3), then -- only where none of those fits -- powers of two that
-leave GPUs idle (4 on 6 GPUs, noted ``idle_gpus``: they are paid for), then whole nodes.
+3 or 6 GPUs, e.g. TP=2 x PP=3 -- pipeline stages need not be a power of two), then -- only
+where none of those makes a deployment -- powers of two that leave GPUs idle (4 on 6 GPUs,
+noted ``idle_gpus``: they are paid for), then whole nodes (2, 4, ... of them).
 
-Choice (DESIGN "Serving"): when the model fits one GPU, one GPU per replica is preferred
-over splitting it with TP. TP is chosen because the model does not fit, or for throughput when
-the objective is ``cost_per_million_tokens`` or a throughput target is set: then the replica
-shape with the fewest instances, then the most output tokens per paid GPU, wins (ties to the
-smaller replica). The rationale says which.
+Sizing one replica shape:
+
+* it must hold one full-context sequence (weights, one sequence's KV cache, activations and
+  overhead within the usable memory, and that KV cache within the engine's pool);
+* ``R_memory = ceil(concurrency / most sequences one replica holds)``;
+* with ``target_tokens_per_second``: the fewest replicas ``R_target >= R_memory`` whose
+  combined rate reaches it, each replica decoding its share of the sequences
+  (:func:`~gpu_advisor.core.planner.performance.deployment_tokens_per_second`). One sequence
+  runs on one replica, so a target above ``concurrency`` x the one-sequence rate needs more
+  concurrent sequences, not more replicas (``target_over_concurrency``);
+* the instances needed for ``max(R_memory, R_target)`` replicas; the free GPUs of the last
+  instance run replicas too (they lower every replica's share).
+
+Choice (DESIGN "Serving"): the deployment with the fewest instances wins; among those, when
+the model fits one GPU, one GPU per replica is preferred over splitting it with TP, unless
+the objective is ``cost_per_million_tokens`` or a throughput target is set: then the most
+output tokens per GPU paid for wins (ties to the smaller replica). The rationale says which,
+and why a replica has more than one GPU: the model does not fit one (``split_to_fit``), the engine's
+reservation leaves one GPU no KV cache (``split_for_kv_pool``), fewer instances hold the
+concurrency (``split_for_concurrency``), one-GPU replicas cannot reach the throughput target
+at this concurrency (``split_for_target``) or throughput per GPU (``tp_for_throughput``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from gpu_advisor.core.planner.hardware import links
+from msgspec import Struct
+
+from gpu_advisor.core.planner.hardware import Links, links
 from gpu_advisor.core.planner.performance import (
     InferenceEstimate,
+    deployment_tokens_per_second,
     estimate_inference,
     max_concurrency,
 )
@@ -41,17 +64,66 @@ from gpu_advisor.core.planner.topology import (
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan, Reason
 from gpu_advisor.core.spec import InferenceWorkload, Objective
 
+RATE_TOLERANCE = 1e-9
+"""Relative slack when comparing a deployment's rate with ``target_tokens_per_second``
+(floating-point sums of per-replica rates)."""
 
-def _total(memory: MemoryBreakdown | None) -> int | None:
-    return None if memory is None else memory.total_bytes
+
+class ReplicaFit(Struct, frozen=True, kw_only=True):
+    """A replica shape that holds at least one full-context sequence.
+
+    Attributes:
+        replica: the replica's TP x PP (x EP) with ``data_parallel`` 1.
+        one: the per-GPU requirement with one sequence per replica.
+        per_replica: most full-context sequences one replica holds (None: no KV cache).
+    """
+
+    replica: ParallelPlan
+    one: MemoryBreakdown
+    per_replica: int | None
 
 
 class _ReplicaFit(NamedTuple):
     """A remembered :meth:`ServingPlanner.fit_replica` answer and what it noted."""
 
-    result: tuple[ParallelPlan, MemoryBreakdown, int | None] | None
+    result: ReplicaFit | None
     nearest: Nearest
     pool: list[Reason]
+
+
+class _Sized(Struct, frozen=True, kw_only=True):
+    """One replica shape sized for the workload: an option, or why it is not one."""
+
+    replica_gpus: int
+    nodes: int | None = None
+    option: PlanOption | None = None
+    rejection: Reason | None = None
+
+
+def smallest_true(ok: Callable[[int], bool], low: int, high: int) -> int:
+    """Smallest ``n`` in ``[low, high]`` with ``ok(n)``, for ``ok`` monotone (false then true)
+    and ``ok(high)`` true."""
+    while low < high:
+        middle = (low + high) // 2
+        if ok(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return high
+
+
+def context_limit_reason(arch_name: str, limit: int | None, context: int) -> Reason | None:
+    """``context_exceeds_model`` when a serving context (prompt + output tokens) is longer than
+    the model's trained context (``max_position_embeddings``): vLLM refuses such a
+    ``max_model_len`` ("User-specified max_model_len ... is greater than the derived
+    max_model_len", ``vllm/config`` ``_get_and_verify_max_len``). None when it is within the
+    limit or the limit is unknown."""
+    if limit is None or context <= limit:
+        return None
+    return Reason(
+        code="context_exceeds_model",
+        data={"model": arch_name, "context_length": context, "max_position_embeddings": limit},
+    )
 
 
 class ServingPlanner:
@@ -68,7 +140,6 @@ class ServingPlanner:
         self._sizes: dict[tuple[int, int], list[tuple[int, bool]]] = {}
         self._shapes: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
         self._fits_on: dict[tuple[Any, ...], int | None] = {}
-        self._speeds: dict[tuple[Any, ...], InferenceEstimate] = {}
 
     def replica_sizes(self, g: int, max_replica_nodes: int) -> list[tuple[int, bool]]:
         """Replica sizes ``(r, idle)`` in the order they are tried: divisors of ``g``
@@ -97,6 +168,22 @@ class ServingPlanner:
             ]
         return found
 
+    # --- memory -----------------------------------------------------------------------------
+
+    def _deployed(self, replica: ParallelPlan, replicas: int) -> ParallelPlan:
+        return ParallelPlan(
+            tensor_parallel=replica.tensor_parallel,
+            pipeline_parallel=replica.pipeline_parallel,
+            data_parallel=replicas,
+            expert_parallel=replica.expert_parallel,
+        )
+
+    def _holds(self, memory: MemoryBreakdown | None, usable: float) -> bool:
+        """The requirement fits the usable memory and its KV cache fits the engine's pool."""
+        if memory is None or memory.total_bytes > usable:
+            return False
+        return memory.kv_pool_bytes is None or memory.kv_cache_bytes <= memory.kv_pool_bytes
+
     def fit_replica(
         self,
         t: int,
@@ -104,10 +191,10 @@ class ServingPlanner:
         ctx: GroupContext,
         nearest: Nearest,
         pool: list[Reason],
-    ) -> tuple[ParallelPlan, MemoryBreakdown, int | None] | None:
-        """The first EP degree at which a ``t x p`` replica fits and its KV pool holds one
-        full-context sequence; ``nearest`` / ``pool`` collect what a rejection would cite.
-        Memoised per GPU and usable bytes (the side effects are replayed)."""
+    ) -> ReplicaFit | None:
+        """The first EP degree at which a ``t x p`` replica holds one full-context sequence;
+        ``nearest`` / ``pool`` collect what a rejection would cite. Memoised per GPU
+        capacity (the side effects are replayed, with the group's own GPU id)."""
         key = (t, p, ctx.key.memory_exposed_bytes, ctx.usable_bytes)
         found = self._replica_fits.get(key)
         if found is None:
@@ -116,17 +203,10 @@ class ServingPlanner:
             result = self._fit_replica(t, p, ctx, seen, reasons)
             found = self._replica_fits[key] = _ReplicaFit(result, seen, reasons[-1:])
         nearest.merge(found.nearest)
-        if found.pool:  # the GPU's own id: GPUs of one capacity share the memo
+        if found.pool:
             reason = found.pool[0]
             pool[:] = [Reason(code=reason.code, data={**reason.data, "gpu": ctx.gpu.id})]
         return found.result
-
-    def replica_fits(self, t: int, p: int, ctx: GroupContext) -> bool:
-        """Whether a ``t x p`` replica fits the group's GPU (:meth:`fit_replica`)."""
-        found = self._replica_fits.get((t, p, ctx.key.memory_exposed_bytes, ctx.usable_bytes))
-        if found is not None:
-            return found.result is not None
-        return self.fit_replica(t, p, ctx, Nearest(), []) is not None
 
     def _fit_replica(
         self,
@@ -135,23 +215,25 @@ class ServingPlanner:
         ctx: GroupContext,
         nearest: Nearest,
         pool: list[Reason],
-    ) -> tuple[ParallelPlan, MemoryBreakdown, int | None] | None:
+    ) -> ReplicaFit | None:
         memory_of, usable = self.space.memory, ctx.usable_bytes
+        concurrency = self.workload.concurrency
         for e in self.space.expert_degrees(1):
-            plan = ParallelPlan(tensor_parallel=t, pipeline_parallel=p, expert_parallel=e)
-            # the requirement on this GPU (a serving engine's defaults depend on its size)
-            memory = memory_of(plan, ctx.key.memory_exposed_bytes)
+            replica = ParallelPlan(tensor_parallel=t, pipeline_parallel=p, expert_parallel=e)
+            # one sequence per replica: as many replicas as sequences
+            single = self._deployed(replica, concurrency)
+            memory = memory_of(single, ctx.key.memory_exposed_bytes)
             if memory is None:
                 continue
-            if nearest.note(plan, memory) > usable:
+            if nearest.note(single, memory) > usable:
                 continue
-            limit = max_concurrency(memory, self.workload, usable)
-            if limit is not None and limit < 1:
-                non_kv = memory.total_bytes - memory.kv_cache_bytes
-                kv_pool = (
+            most = max_concurrency(memory, self.workload, single, usable)
+            if most is not None and most < 1:
+                kv_pool = max(
+                    0,
                     memory.kv_pool_bytes
                     if memory.kv_pool_bytes is not None
-                    else int(usable - non_kv)
+                    else int(usable - (memory.total_bytes - memory.kv_cache_bytes)),
                 )
                 pool[:] = [
                     Reason(
@@ -159,46 +241,87 @@ class ServingPlanner:
                         data={
                             "gpu": ctx.gpu.id,
                             "kv_pool_bytes": kv_pool,
-                            "sequence_bytes": int(
-                                memory.kv_cache_bytes / self.workload.concurrency
-                            ),
+                            "sequence_bytes": memory.kv_cache_bytes,
                             "context_length": self.workload.context_length,
                             "tensor_parallel": t,
                             "pipeline_parallel": p,
+                            "weights_bytes": memory.weights_bytes,
+                            "reserved_bytes": memory.engine_reserved_bytes,
+                            "gpu_memory_utilization": self.workload.gpu_memory_utilization,
+                            "exposed_bytes": ctx.key.memory_exposed_bytes,
                         },
                     )
                 ]
                 continue
-            return plan, memory, limit
+            return ReplicaFit(replica=replica, one=memory, per_replica=most)
         return None
+
+    def _replicas_for_memory(self, fit: ReplicaFit, ctx: GroupContext) -> int:
+        """Fewest replicas of ``fit``'s shape whose share of the sequences fits: the linear
+        estimate ``ceil(concurrency / per_replica)``, confirmed with the estimator (the
+        generic engine's prefill peak grows with the share, a little faster than the
+        estimate), else the smallest count that fits."""
+        concurrency = self.workload.concurrency
+        if fit.per_replica is None:
+            return 1
+        guess = min(concurrency, math.ceil(concurrency / fit.per_replica))
+
+        def holds(replicas: int) -> bool:
+            memory = self.space.memory(
+                self._deployed(fit.replica, replicas), ctx.key.memory_exposed_bytes
+            )
+            return self._holds(memory, ctx.usable_bytes)
+
+        if guess >= concurrency or holds(guess):
+            return guess
+        return smallest_true(holds, guess + 1, concurrency)
+
+    # --- the deployment ---------------------------------------------------------------------
 
     def plan(self, ctx: GroupContext) -> GroupVerdict:
         """The chosen deployment of one group, or why none is possible."""
+        arch = self.space.arch
+        too_long = context_limit_reason(
+            arch.name, arch.max_position_embeddings, self.workload.context_length
+        )
+        if too_long is not None:
+            return GroupVerdict(rejection=too_long)
         key = ctx.key
         g = key.gpu_count
         max_replica_nodes = self.space.constraints.max_nodes if key.network_gbit_per_s else 1
         nearest = Nearest()
         pool: list[Reason] = []
         limits: list[Reason] = []
-        candidates: list[PlanOption] = []
+        sized: list[_Sized] = []
+        one_gpu: str | None = None  # why a one-GPU replica is not a candidate
         for r, idle in self.replica_sizes(g, max_replica_nodes):
-            if candidates and (not self.throughput_matters or idle):
-                # plans that use every GPU win over plans that leave some idle
-                break
-            if candidates and max(1, r // g) > min(c.nodes for c in candidates):
-                # replicas of more nodes than a deployment found need more instances than it:
-                # they cannot win (the choice ranks fewer instances first), nor can larger ones
-                break
+            found = [s.option for s in sized if s.option is not None]
+            if found and idle:
+                continue  # plans that use every GPU win over plans that leave some idle
+            if found:
+                fewest = min(o.nodes for o in found)
+                least = max(1, r // g)  # instances a replica of this size needs at least
+                if least > fewest or (least == fewest and not self.throughput_matters):
+                    # it cannot need fewer instances, and a tie goes to the smaller replica
+                    break
+            fit: ReplicaFit | None = None
             for t, p in self.replica_shapes(r, g, ctx.tp_cap):
                 fit = self.fit_replica(t, p, ctx, nearest, pool)
-                if fit is None:
-                    continue
-                option = self._deploy(ctx, *fit, limits)
-                if option is not None:
-                    candidates.append(option)
-                break
-        if candidates:
-            return GroupVerdict(options=(self._choose(candidates, ctx),))
+                if fit is not None:
+                    break
+            if fit is None:
+                if r == 1:
+                    one_gpu = "pool" if pool else "fit"
+                continue
+            outcome = self._size(ctx, fit)
+            sized.append(outcome)
+            if outcome.rejection is not None and (
+                not limits or _distance(outcome.rejection) < _distance(limits[0])
+            ):
+                limits[:] = [outcome.rejection]
+        options = [s.option for s in sized if s.option is not None]
+        if options:
+            return GroupVerdict(options=(self._choose(options, sized, ctx, one_gpu, pool),))
         if limits:
             return GroupVerdict(rejection=limits[0])
         if pool:
@@ -213,7 +336,7 @@ class ServingPlanner:
                         max(1, r // g)
                         for r, _ in self.replica_sizes(g, max_nodes)
                         if any(
-                            self.replica_fits(t, p, ctx)
+                            self.fit_replica(t, p, ctx, Nearest(), []) is not None
                             for t, p in self.replica_shapes(r, g, tp_cap)
                         )
                     ),
@@ -221,138 +344,230 @@ class ServingPlanner:
                 )
             return self._fits_on[key]
 
-        return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, nearest))
+        return GroupVerdict(
+            rejection=self.space.no_fit_reason(ctx, fits_on, self._per_replica(nearest))
+        )
 
-    def _deploy(
-        self,
-        ctx: GroupContext,
-        replica: ParallelPlan,
-        memory: MemoryBreakdown,
-        limit: int | None,
-        limits: list[Reason],
-    ) -> PlanOption | None:
-        """Size the deployment of one replica shape; None (with a reason in ``limits``) when
-        it exceeds max_nodes or max_gpus."""
-        key, workload, constraints = ctx.key, self.workload, self.space.constraints
+    def _per_replica(self, nearest: Nearest) -> Nearest:
+        """The nearest miss as a replica shape (``data_parallel`` 1) with the requirement it
+        was measured at: one sequence per replica, the least any deployment of that shape
+        needs (a rejection says so)."""
+        if nearest.plan is None or nearest.memory is None:
+            return nearest
+        quoted = Nearest(one_sequence_per_replica=self.workload.concurrency > 1)
+        quoted.note(self._deployed(nearest.plan, 1), nearest.memory)
+        return quoted
+
+    def _rate(self, fit: ReplicaFit, ctx: GroupContext, link: Links) -> Callable[[int], float]:
+        """Tokens per second of one replica of ``fit``'s shape serving ``n`` sequences."""
+        single = self._deployed(fit.replica, self.workload.concurrency)
+        arch, workload = self.space.arch, self.workload
+        known: dict[int, float] = {}  # the searches ask for the same batches again
+
+        def rate(batch: int) -> float:
+            found = known.get(batch)
+            if found is None:
+                found = known[batch] = estimate_inference(
+                    arch,
+                    workload,
+                    single,
+                    fit.one,
+                    ctx.gpu,
+                    ctx.compute,
+                    link,
+                    fit.per_replica,
+                    ctx.efficiency,
+                    batch=batch,
+                ).tokens_per_second
+            return found
+
+        return rate
+
+    def _size(self, ctx: GroupContext, fit: ReplicaFit) -> _Sized:
+        """Replicas and instances of one replica shape (module docstring), or the limit
+        (max_nodes, max_gpus, the throughput target) it runs into."""
+        key, workload = ctx.key, self.workload
         g = key.gpu_count
-        r = replica.gpus
+        concurrency = workload.concurrency
+        r = fit.replica.gpus
         replica_nodes = max(1, r // g)
+        slots = max(1, g // r)  # replicas per instance (a replica of whole nodes: 1)
         link = links(ctx.gpu, ctx.domain, g, replica_nodes, key.network_gbit_per_s)
-        # memoised: groups of one GPU differing only in what the replica does not use (the
-        # network of a one-node replica, the provider) share the estimate
-        speed_key = (
-            replica.tensor_parallel,
-            replica.pipeline_parallel,
-            replica.expert_parallel,
-            key.memory_exposed_bytes,
-            ctx.gpu.id,
-            link.tp_medium,
-            link.tp_bytes_per_s,
-            link.dp_bytes_per_s,
-            limit,
-        )
-        estimate: InferenceEstimate | None = self._speeds.get(speed_key)
-        if estimate is None:
-            estimate = self._speeds[speed_key] = estimate_inference(
-                self.space.arch,
-                workload,
-                replica,
-                memory,
-                ctx.gpu,
-                ctx.compute,
-                link,
-                limit,
-                ctx.efficiency,
-            )
-        needed = 1
-        if limit:
-            needed = max(needed, math.ceil(workload.concurrency / limit))
-        if workload.target_tokens_per_second is not None:
-            needed = max(
-                needed, math.ceil(workload.target_tokens_per_second / estimate.tokens_per_second)
-            )
-        if r <= g:
-            nodes = math.ceil(needed / (g // r))
-            replicas = nodes * (g // r)
-        else:
-            nodes = needed * replica_nodes
-            replicas = needed
-        if nodes > constraints.max_nodes:
-            limits[:] = [
-                Reason(
-                    code="over_max_nodes",
-                    data={
-                        "gpu": ctx.gpu.id,
-                        "gpu_count": g,
-                        "nodes_needed": nodes,
-                        "max_nodes": constraints.max_nodes,
-                    },
+        rate = self._rate(fit, ctx, link)
+        by_memory = self._replicas_for_memory(fit, ctx)
+        needed = by_memory
+        target = workload.target_tokens_per_second
+        if target is not None:
+            goal = target * (1 - RATE_TOLERANCE)
+            one_sequence = rate(1)
+            if concurrency * one_sequence < goal:
+                return _Sized(
+                    replica_gpus=r,
+                    rejection=Reason(
+                        code="target_over_concurrency",
+                        data={
+                            "gpu": ctx.gpu.id,
+                            "gpu_count": g,
+                            "replica_gpus": r,
+                            "target_tokens_per_second": target,
+                            "concurrency": concurrency,
+                            "sequence_tokens_per_second": one_sequence,
+                            "concurrency_needed": math.ceil(target / one_sequence),
+                        },
+                    ),
                 )
-            ]
-            return None
-        if constraints.max_gpus is not None and nodes * g > constraints.max_gpus:
-            limits[:] = [
-                Reason(
-                    code="over_max_gpus",
-                    data={
-                        "gpu": ctx.gpu.id,
-                        "gpus_needed": nodes * g,
-                        "max_gpus": constraints.max_gpus,
-                    },
-                )
-            ]
-            return None
-        plan = ParallelPlan(
-            tensor_parallel=replica.tensor_parallel,
-            pipeline_parallel=replica.pipeline_parallel,
-            data_parallel=replicas,
-            expert_parallel=replica.expert_parallel,
+            needed = smallest_true(
+                lambda n: deployment_tokens_per_second(rate, concurrency, n) >= goal,
+                by_memory,
+                max(by_memory, concurrency),
+            )
+        nodes = math.ceil(needed / slots) * replica_nodes
+        limit = self._limit(ctx, fit, nodes, by_memory == needed, slots, replica_nodes)
+        if limit is not None:
+            return _Sized(replica_gpus=r, nodes=nodes, rejection=limit)
+        replicas = nodes // replica_nodes * slots
+        plan = self._deployed(fit.replica, replicas)
+        memory = self.space.memory(plan, key.memory_exposed_bytes)
+        if memory is None:  # pragma: no cover - a plan of the same shape was estimated
+            raise LookupError("the deployed plan has no estimate")
+        estimate: InferenceEstimate = estimate_inference(
+            self.space.arch,
+            workload,
+            plan,
+            memory,
+            ctx.gpu,
+            ctx.compute,
+            link,
+            fit.per_replica,
+            ctx.efficiency,
         )
-        return PlanOption(
+        option = PlanOption(
             nodes=nodes,
             plan=plan,
             memory=memory,
             inference=estimate,
             replicas=replicas,
             time_hours=workload.serving_hours,
-            tokens_per_second=replicas * estimate.tokens_per_second,
+            tokens_per_second=deployment_tokens_per_second(rate, concurrency, replicas),
             notes=self.space.topology_notes(plan, ctx, replica_nodes, nodes),
             warnings=ctx.warnings,
         )
+        return _Sized(replica_gpus=r, nodes=nodes, option=option)
 
-    def _choose(self, candidates: list[PlanOption], ctx: GroupContext) -> PlanOption:
-        smallest = candidates[0]
-        chosen = smallest
+    def _limit(
+        self,
+        ctx: GroupContext,
+        fit: ReplicaFit,
+        nodes: int,
+        memory_bound: bool,
+        slots: int,
+        replica_nodes: int,
+    ) -> Reason | None:
+        """``over_max_nodes`` / ``over_max_gpus`` when the deployment is too large; when the
+        concurrency (not a throughput target) sets its size, with the most sequences the
+        limit allows (``max_concurrency``)."""
+        constraints = self.space.constraints
+        g = ctx.key.gpu_count
+        allowed_nodes = constraints.max_nodes
+        if constraints.max_gpus is not None:
+            allowed_nodes = min(allowed_nodes, constraints.max_gpus // g)
+        if nodes <= allowed_nodes:
+            return None
+        data: dict[str, Any] = {"gpu": ctx.gpu.id, "gpu_count": g}
+        if memory_bound and fit.per_replica is not None:
+            replicas = allowed_nodes // replica_nodes * slots
+            data.update(
+                concurrency=self.workload.concurrency,
+                per_replica=fit.per_replica,
+                replica_gpus=fit.replica.gpus,
+                max_concurrency=replicas * fit.per_replica,
+            )
+        if nodes > constraints.max_nodes:
+            return Reason(
+                code="over_max_nodes",
+                data={**data, "nodes_needed": nodes, "max_nodes": constraints.max_nodes},
+            )
+        return Reason(
+            code="over_max_gpus",
+            data={**data, "gpus_needed": nodes * g, "max_gpus": constraints.max_gpus},
+        )
+
+    def _choose(
+        self,
+        options: list[PlanOption],
+        sized: list[_Sized],
+        ctx: GroupContext,
+        one_gpu: str | None,
+        pool: list[Reason],
+    ) -> PlanOption:
+        """The deployment with the fewest instances, then the smallest replica (or, when
+        throughput matters, the most tokens per GPU); with the note saying why its replica
+        has the GPUs it has."""
+
+        def replica_gpus(o: PlanOption) -> int:
+            return o.plan.tensor_parallel * o.plan.pipeline_parallel
+
         if self.throughput_matters:
-            g = ctx.key.gpu_count
+            g = ctx.key.gpu_count  # tokens per GPU paid for: idle GPUs count
             chosen = min(
-                candidates,
+                options,
                 key=lambda o: (o.nodes, -o.tokens_per_second / (o.nodes * g), o.plan.gpus),
             )
-        replica_gpus = chosen.plan.tensor_parallel * chosen.plan.pipeline_parallel
-        smallest_gpus = smallest.plan.tensor_parallel * smallest.plan.pipeline_parallel
-        if chosen is not smallest:
-            note = Reason(
-                code="tp_for_throughput",
-                data={
-                    "replica_gpus": replica_gpus,
-                    "smallest_replica_gpus": smallest_gpus,
-                    "tokens_per_second_per_gpu": chosen.tokens_per_second / chosen.plan.gpus,
-                    "smallest_tokens_per_second_per_gpu": smallest.tokens_per_second
-                    / smallest.plan.gpus,
-                },
-            )
-        elif replica_gpus == 1:
-            note = Reason(code="single_gpu_replica", data={})
         else:
+            chosen = min(options, key=lambda o: (o.nodes, replica_gpus(o)))
+        size = replica_gpus(chosen)
+        one = next((s for s in sized if s.replica_gpus == 1), None)
+        note: Reason
+        if size == 1:
+            note = Reason(code="single_gpu_replica", data={})
+        elif one is None and one_gpu == "pool" and pool:
+            # the model fits one GPU, but the engine's reservation leaves it no KV cache
+            note = Reason(code="split_for_kv_pool", data={**pool[0].data, "replica_gpus": size})
+        elif one is None:
+            alone = self.space.memory(
+                ParallelPlan(data_parallel=self.workload.concurrency), ctx.key.memory_exposed_bytes
+            )
             note = Reason(
                 code="split_to_fit",
                 data={
-                    "replica_gpus": replica_gpus,
-                    "one_gpu_need_bytes": _total(
-                        self.space.memory(ParallelPlan(), ctx.key.memory_exposed_bytes)
-                    ),
+                    "replica_gpus": size,
+                    "one_gpu_need_bytes": None if alone is None else alone.total_bytes,
                     "usable_bytes": int(ctx.usable_bytes),
+                },
+            )
+        elif one.rejection is not None and one.rejection.code == "target_over_concurrency":
+            data = one.rejection.data
+            note = Reason(
+                code="split_for_target",
+                data={
+                    "replica_gpus": size,
+                    "target_tokens_per_second": data["target_tokens_per_second"],
+                    "concurrency": data["concurrency"],
+                    "one_gpu_tokens_per_second": data["concurrency"]
+                    * data["sequence_tokens_per_second"],
+                },
+            )
+        elif one.nodes is not None and chosen.nodes < one.nodes:
+            note = Reason(
+                code="split_for_concurrency",
+                data={
+                    "replica_gpus": size,
+                    "concurrency": self.workload.concurrency,
+                    "nodes": chosen.nodes,
+                    "one_gpu_nodes": one.nodes,
+                    "one_gpu_sequences": _per_replica(one),
+                },
+            )
+        else:
+            smallest = one.option if one.option is not None else options[0]
+            note = Reason(
+                code="tp_for_throughput",
+                data={
+                    "replica_gpus": size,
+                    "smallest_replica_gpus": replica_gpus(smallest),
+                    "tokens_per_second_per_gpu": chosen.tokens_per_second / chosen.plan.gpus,
+                    "smallest_tokens_per_second_per_gpu": smallest.tokens_per_second
+                    / smallest.plan.gpus,
                 },
             )
         return PlanOption(
@@ -366,3 +581,23 @@ class ServingPlanner:
             notes=(*chosen.notes, note),
             warnings=chosen.warnings,
         )
+
+
+def _distance(reason: Reason) -> tuple[int, float]:
+    """How far a replica shape's limit is from being met, to quote the nearest: a limit on
+    nodes or GPUs (the nodes or GPUs needed) before a throughput target that needs more
+    concurrency (the concurrency needed)."""
+    data = reason.data
+    for rank, key in ((0, "nodes_needed"), (0, "gpus_needed"), (1, "concurrency_needed")):
+        if key in data:
+            return (rank, float(data[key]))
+    return (2, math.inf)
+
+
+def _per_replica(sized: _Sized) -> int | None:
+    if sized.option is not None and sized.option.inference is not None:
+        return sized.option.inference.max_concurrency
+    if sized.rejection is not None:
+        value = sized.rejection.data.get("per_replica")
+        return int(value) if value is not None else None
+    return None

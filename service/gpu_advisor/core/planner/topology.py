@@ -205,11 +205,14 @@ class Nearest:
     """The smallest per-GPU requirement a search met, with its plan (the nearest miss a
     rejection quotes, and the plan an estimate shows when nothing fits)."""
 
-    __slots__ = ("memory", "plan")
+    __slots__ = ("memory", "one_sequence_per_replica", "plan")
 
-    def __init__(self) -> None:
+    def __init__(self, *, one_sequence_per_replica: bool = False) -> None:
         self.memory: MemoryBreakdown | None = None
         self.plan: ParallelPlan | None = None
+        self.one_sequence_per_replica = one_sequence_per_replica
+        """Serving: ``plan`` is one replica, measured holding one sequence (the least any
+        deployment of that shape needs)."""
 
     def note(self, plan: ParallelPlan, memory: MemoryBreakdown) -> int:
         """Keep ``(plan, memory)`` if it is the smallest so far; ``memory.total_bytes``."""
@@ -226,7 +229,13 @@ class Nearest:
         """``need_bytes`` and the ``plan`` behind it (nothing when no plan was sized)."""
         if self.memory is None or self.plan is None:
             return {}
-        return {"need_bytes": self.memory.total_bytes, "plan": plan_data(self.plan)}
+        data: dict[str, Any] = {
+            "need_bytes": self.memory.total_bytes,
+            "plan": plan_data(self.plan),
+        }
+        if self.one_sequence_per_replica:
+            data["one_sequence_per_replica"] = True
+        return data
 
 
 class GroupContext(Struct, frozen=True, kw_only=True):

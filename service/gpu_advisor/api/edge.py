@@ -1,0 +1,85 @@
+"""Guards every request passes before its handler's arguments are decoded (Litestar's
+app-level ``before_request`` hook, which runs before the body is parsed -- Litestar 2.x
+``HTTPRoute._call_handler_function``).
+
+* Unknown query parameters on ``/v1/`` routes are a 400 naming them, as unknown body fields
+  are (``/v1/offers?min_gpu=8`` must not silently list every offer).
+* A handler that takes a JSON body gets one: an empty body is a 400 "request body is
+  required (JSON object)" (Litestar would report its internal ``KeyError('data')``).
+* A body nested deeper than :data:`~gpu_advisor.nesting.MAX_NESTING_DEPTH` objects/arrays is a
+  400 naming the field, before msgspec's recursive decoder meets it (a ``RecursionError``, a
+  500, otherwise; :mod:`gpu_advisor.nesting`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from litestar import Request
+from litestar.constants import RESERVED_KWARGS
+from litestar.exceptions import ValidationException
+from litestar.params import ParameterKwarg
+
+from gpu_advisor.nesting import json_too_deep, too_deep_message
+
+BODY_REQUIRED: Final = "request body is required (JSON object)"
+_GUARDED_PREFIX: Final = "/v1/"
+
+
+def query_names(request: Request[Any, Any, Any]) -> frozenset[str]:
+    """The query parameter names the route's handler declares (aliases included): its
+    arguments less the ones Litestar fills in (``RESERVED_KWARGS``: request, state, data...),
+    dependencies, headers and cookies -- the set Litestar's ``KwargsModel`` reads from the
+    query string."""
+    handler = request.route_handler
+    injected = {*RESERVED_KWARGS, *handler.resolve_dependencies()}
+    names: set[str] = set()
+    for name, field in handler.parsed_fn_signature.parameters.items():
+        kwarg = field.kwarg_definition
+        if isinstance(kwarg, ParameterKwarg):
+            if kwarg.header or kwarg.cookie:
+                continue
+            names.add(kwarg.query or name)
+        elif name not in injected:
+            names.add(name)
+    return frozenset(names)
+
+
+def _invalid(errors: list[dict[str, Any]]) -> ValidationException:
+    detail = "; ".join(
+        f"{e['key']}: {e['message']}" if e.get("key") else e["message"] for e in errors
+    )
+    return ValidationException(detail=detail, extra=errors)
+
+
+async def guard_request(request: Request[Any, Any, Any]) -> None:
+    """The app's ``before_request`` hook (see the module docstring).
+
+    Raises:
+        ValidationException: unknown query parameters, an empty JSON body, or one nested too
+            deeply (400 problem+json naming the field, source ``query`` or ``body``).
+    """
+    if not request.url.path.startswith(_GUARDED_PREFIX):
+        return
+    known = query_names(request)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        allowed = ", ".join(sorted(known)) or "none"
+        raise _invalid(
+            [
+                {
+                    "key": name,
+                    "message": f"unknown query parameter; this endpoint takes: {allowed}",
+                    "source": "query",
+                }
+                for name in unknown
+            ]
+        )
+    if "data" not in request.route_handler.parsed_fn_signature.parameters:
+        return
+    body = await request.body()
+    if not body.strip():
+        raise _invalid([{"message": BODY_REQUIRED, "source": "body"}])
+    too_deep = json_too_deep(body)
+    if too_deep is not None:
+        raise _invalid([{"key": too_deep, "message": too_deep_message(), "source": "body"}])
