@@ -397,3 +397,24 @@ def test_a_target_short_of_activation_memory_suggests_recomputation_first(
     assert first["data"]["gradient_checkpointing"] in ("selective", "full")
     assert first["data"]["need_bytes"] <= 22_888 * 2**20
     assert first["text"].startswith("set gradient_checkpointing to ")
+
+
+def test_when_nothing_fits_the_estimate_shows_the_plan_the_memory_check_quotes(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    # Full fine-tuning of Llama-3.1-70B on one node of 8 L4: 16 B x 70.55e9 / 8 GPUs =
+    # 141e9 B of model states per GPU even fully sharded, far above 22,888 MiB. The memory
+    # check quotes its nearest plan and requirement; the estimate shows that same plan.
+    body = {
+        "model": {"preset": "meta-llama/Llama-3.1-70B"},
+        "workload": {"kind": "training", "tokens": 1e9},
+        "target": {"gpu": "L4-24GB", "gpu_count": 8},
+    }
+    result = _check(client, body)
+    memory = _by_name(result)["memory"]
+    assert memory["passed"] is False
+    quoted = memory["data"]["plan"]
+    shown = result["estimate"]["plan"]
+    assert {k: shown[k] for k in quoted} == quoted
+    assert result["estimate"]["memory_per_gpu"]["total_bytes"] == memory["data"]["need_bytes"]
+    assert memory["data"]["need_bytes"] >= BYTES_PER_PARAM * LLAMA_70B // 8

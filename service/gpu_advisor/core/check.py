@@ -218,7 +218,7 @@ def evaluate_check(
         plan_estimate = _estimate_of(best, target.price_known)
     else:
         checks = checks_without_plan(first.rejected, target.info.max_nodes)
-        plan_estimate = fallback_estimate(arch, request, target, estimate)
+        plan_estimate = fallback_estimate(arch, request, target, estimate, first.rejected)
     verdict: Verdict = "pass" if all(c.passed is True for c in checks) else "fail"
     alternative: Recommendation | None = None
     found: list[Suggestion] = []

@@ -11,6 +11,7 @@ from gpu_advisor.core.check_explain import NOT_EVALUATED
 from gpu_advisor.core.check_results import CHECK_NAMES, Check, CheckEstimate, make_check
 from gpu_advisor.core.check_target import ResolvedTarget
 from gpu_advisor.core.errors import InvalidSpecError
+from gpu_advisor.core.estimate import nearest_plan
 from gpu_advisor.core.planner import MemoryEstimator
 from gpu_advisor.core.planner.report import describe
 from gpu_advisor.core.results import ParallelPlan, RejectedGroup
@@ -95,12 +96,21 @@ def _fallback_plans(
 
 
 def fallback_estimate(
-    arch: Architecture, request: CheckRequest, target: ResolvedTarget, estimate: MemoryEstimator
+    arch: Architecture,
+    request: CheckRequest,
+    target: ResolvedTarget,
+    estimate: MemoryEstimator,
+    rejected: Sequence[RejectedGroup] = (),
 ) -> CheckEstimate:
-    """The most sharded simple plan over all the target's GPUs (it does not fit)."""
+    """The plan the nearest rejection quotes (so the memory check and the estimate describe
+    one plan), else the most sharded simple plan over all the target's GPUs (it does not
+    fit)."""
     offer = min(target.offers, key=lambda o: (o.price_per_hour_usd, describe(o)))
     nodes = target.info.max_nodes
     plans = _fallback_plans(request.workload, arch, offer.gpu_count, offer.gpu_count * nodes)
+    quoted = nearest_plan(rejected, offer.gpu_count * nodes)
+    if quoted is not None:
+        plans = [quoted, *plans]
     error: InvalidSpecError | None = None
     for plan in plans:
         try:
@@ -113,7 +123,7 @@ def fallback_estimate(
         return CheckEstimate(
             fits=False,
             offer=offer,
-            nodes=nodes,
+            nodes=min(nodes, -(-plan.gpus // offer.gpu_count)),
             gpus=plan.gpus,
             plan=plan,
             memory_per_gpu=memory,

@@ -18,7 +18,7 @@ of $1 per GPU-hour billed per second, so "cheapest" means "fewest GPU-hours". Pu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from msgspec import Struct
 
@@ -364,7 +364,7 @@ def check_qlora_plan(workload: TrainingWorkload | InferenceWorkload, plan: Paral
             )
 
 
-def _nearest_plan(rejected: list[RejectedGroup], gpus: int) -> ParallelPlan | None:
+def nearest_plan(rejected: Sequence[RejectedGroup], gpus: int) -> ParallelPlan | None:
     """The plan a rejection quotes as its nearest miss (``data.plan``), if any. A serving
     replica quoted with one sequence (``one_sequence_per_replica``) is shown as deployed on
     the ``gpus`` GPUs: as many replicas as fit them, sharing the sequences."""
@@ -479,7 +479,7 @@ def estimate(
             # Nothing fits: report the plan the planner's reason quotes (its nearest miss, so
             # the sentence and the plan agree; a serving replica as deployed on the hardware),
             # else the most sharded single plan.
-            plan = _nearest_plan(
+            plan = nearest_plan(
                 result.rejected, hardware.gpu_count * hardware.nodes
             ) or ParallelPlan(
                 data_parallel=hardware.gpu_count * hardware.nodes,
