@@ -11,7 +11,10 @@ Replica sizes, in the order they are tried (:meth:`ServingPlanner.replica_sizes`
 divisors of the node's GPU count (so replicas fill the node: 6 GPUs hold replicas of 1, 2,
 3 or 6 GPUs, e.g. TP=2 x PP=3 -- pipeline stages need not be a power of two), then -- only
 where none of those makes a deployment -- powers of two that leave GPUs idle (4 on 6 GPUs,
-noted ``idle_gpus``: they are paid for), then whole nodes (2, 4, ... of them).
+noted ``idle_gpus``: they are paid for), then whole nodes (2, 4, ... of them). Sizes that
+are not a power of two are tried only until a deployment is found: throughput comparisons
+(``cost_per_million_tokens``, a target) run over power-of-two replicas, as vLLM's TP x PP
+layouts mostly are; the extra sizes are there so that 6, 10 or 12 GPUs can serve at all.
 
 Sizing one replica shape:
 
@@ -298,6 +301,11 @@ class ServingPlanner:
             found = [s.option for s in sized if s.option is not None]
             if found and idle:
                 continue  # plans that use every GPU win over plans that leave some idle
+            if found and r & (r - 1):
+                # replicas of 3, 5, 6... GPUs (PP stages that are not a power of two) are
+                # tried for fit; once a deployment is found, throughput is compared over
+                # power-of-two replicas only (each size costs estimates and rate searches)
+                continue
             if found:
                 fewest = min(o.nodes for o in found)
                 least = max(1, r // g)  # instances a replica of this size needs at least
