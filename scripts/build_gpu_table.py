@@ -14,7 +14,8 @@ from, and the row's sources.
 Exposed memory (what fit checks use, DESIGN "GPU capacity"), in this order:
 
 1. ``observed`` - the driver-reported total (nvidia-smi) from the spec file's
-   ``observed_total_mib`` (H100 80 GB -> 81,559 MiB; A10 -> 23,028 MiB; L40S -> 46,068 MiB).
+   ``observed_total_mib`` (H100 80 GB -> 81,559 MiB; A10 -> 23,028 MiB; L40S -> 46,068 MiB),
+   or ``DRIVER_REPORTED_MIB`` below where the spec file has none (T4 with ECC -> 15,360 MiB).
 2. ``cloud-reported`` - a cloud's per-GPU figure below the label, where no driver figure is
    known: L4 and A10G 22,888 MiB (AWS DescribeInstanceTypes ``MemoryInfo.SizeInMiB``, as
    carried in SkyPilot catalog v7 ``aws/vms.csv``; the gpu-specs README quotes ~22.35 GiB
@@ -126,6 +127,18 @@ CLOUD_REPORTED_MIB: dict[str, tuple[int, str]] = {
 }
 NOMINAL_DESPITE_OBSERVED = {"gh200_96gb"}
 
+# Driver-reported totals the spec file lacks (its README: "no ... T4 ... observation"), each
+# with its evidence; they take the ``observed`` basis.
+DRIVER_REPORTED_MIB: dict[str, tuple[int, str]] = {
+    "t4": (
+        15360,
+        "T4 ECC (on by default in clouds) reserves 1/16 of the GDDR6: 16,384 x 15/16 = 15,360 "
+        "MiB in nvidia-smi; CUDA itself reports less still (deviceQuery 15,843,721,216 B = "
+        "15,110 MiB, chiemon.github.io/2024/12/25; TensorFlow 'deviceMemorySize: 14.75GiB', "
+        "NVIDIA/DALI#1813), never the 16,384 MiB AWS lists for g4dn",
+    ),
+}
+
 # Values a spec row leaves empty, filled from a source the gpu-specs README keys (a fill never
 # replaces a value the spec row gives). spec gpu_id -> (column -> value, citation).
 SOURCE_FILLS: dict[str, tuple[dict[str, str], str]] = {
@@ -186,6 +199,10 @@ def build_rows(spec_rows: list[dict[str, str]]) -> list[dict[str, str]]:
         if gpu_id in CLOUD_REPORTED_MIB:
             exposed, note = CLOUD_REPORTED_MIB[gpu_id]
             basis = "cloud-reported"
+            source = f"{source};{note}"
+        elif gpu_id in DRIVER_REPORTED_MIB:
+            exposed, note = DRIVER_REPORTED_MIB[gpu_id]
+            basis = "observed"
             source = f"{source};{note}"
         elif row["observed_total_mib"] and gpu_id not in NOMINAL_DESPITE_OBSERVED:
             exposed, basis = int(row["observed_total_mib"]), "observed"

@@ -182,6 +182,8 @@ def test_a10g_rates_come_from_lightnings_table(gpus: GpuCatalog) -> None:
         ("A10G-24GB", 22888, "cloud-reported"),
         ("A100-SXM-80GB", 80 * 1024, "nominal"),
         ("L40S-48GB", 46068, "observed"),
+        # ECC on GDDR6 (on by default in clouds) keeps 1/16 for check bits: 16,384 * 15 / 16
+        ("T4-16GB", 16384 * 15 // 16, "observed"),
     ],
 )
 def test_exposed_memory(gpus: GpuCatalog, gpu_id: str, exposed_mib: int, basis: str) -> None:
@@ -189,6 +191,14 @@ def test_exposed_memory(gpus: GpuCatalog, gpu_id: str, exposed_mib: int, basis: 
     assert spec is not None
     assert spec.memory_exposed_bytes == exposed_mib * MIB
     assert spec.memory_exposed_basis == basis
+
+
+def test_no_gpu_exposes_more_than_its_label_read_as_gib(gpus: GpuCatalog) -> None:
+    # The label "N GB" read as N GiB is an upper bound on what the driver reports: reserved
+    # memory (ECC, firmware) only ever comes off it. A fit check against more than that would
+    # pass a plan that runs out of memory.
+    for spec in gpus.by_id.values():
+        assert spec.memory_exposed_bytes <= spec.memory_bytes, spec.id
 
 
 def test_marketed_memory_and_rates(gpus: GpuCatalog) -> None:
