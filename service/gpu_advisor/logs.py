@@ -16,6 +16,7 @@ write them to the log. A traceback keeps the file, line, function and exception 
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sys
@@ -40,10 +41,24 @@ _LIBRARY_LOGGERS: Final = (
 )
 
 
+@functools.lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    # Log keys are a small fixed set: each is matched once.
+    return _SECRET_KEY.search(key) is not None
+
+
 def _is_secret(key: object, value: object) -> bool:
     # An absent value (None) is no secret: the settings line shows "admin_token": null when
     # unset and "***" when set.
-    return value is not None and _SECRET_KEY.search(str(key)) is not None
+    return value is not None and _secret_key(str(key))
+
+
+def _mask_url_password(value: str) -> str:
+    """``scheme://user:password@host`` -> ``scheme://user:***@host``; the substring tests
+    skip the regex for the strings that cannot hold a URL password (almost all of them)."""
+    if "@" not in value or "://" not in value:
+        return value
+    return _URL_PASSWORD.sub(rf"\g<head>{MASK}\g<tail>", value)
 
 
 def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:
@@ -52,7 +67,7 @@ def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDic
         if _is_secret(key, value):
             event_dict[key] = MASK
         elif isinstance(value, str):
-            event_dict[key] = _URL_PASSWORD.sub(rf"\g<head>{MASK}\g<tail>", value)
+            event_dict[key] = _mask_url_password(value)
         elif isinstance(value, MutableMapping):
             event_dict[key] = _redact_mapping(value)
     return event_dict
@@ -64,7 +79,7 @@ def _redact_mapping(mapping: MutableMapping[str, Any]) -> dict[str, Any]:
         if _is_secret(key, value):
             out[key] = MASK
         elif isinstance(value, str):
-            out[key] = _URL_PASSWORD.sub(rf"\g<head>{MASK}\g<tail>", value)
+            out[key] = _mask_url_password(value)
         else:
             out[key] = value
     return out

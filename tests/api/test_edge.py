@@ -112,6 +112,19 @@ def test_unknown_query_parameters_are_rejected_like_unknown_body_fields(
     assert _problem(body_route)["errors"][0]["field"] == "verbose"
 
 
+def test_query_checks_repeat_alike_and_cover_options_requests(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    # The names a handler takes are worked out once per handler: a second request is judged
+    # alike, and Litestar's own OPTIONS handler (which takes no weak reference) still answers
+    # a 4xx, never a 500.
+    for _ in range(2):
+        problem = _problem(client.get("/v1/offers", params={"colour": "red"}))
+        assert [e["field"] for e in problem["errors"]] == ["colour"]
+    options = client.options("/v1/offers", params={"gpu": "H100"})
+    assert options.status_code < 500, options.text
+
+
 def test_body_enum_and_tag_errors_list_the_allowed_values(client: TestClient) -> None:  # type: ignore[type-arg]
     engine = client.post(
         "/v1/estimate",

@@ -13,11 +13,13 @@ app-level ``before_request`` hook, which runs before the body is parsed -- Lites
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Final
 
 from litestar import Request
 from litestar.constants import RESERVED_KWARGS
 from litestar.exceptions import ValidationException
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import ParameterKwarg
 
 from gpu_advisor.nesting import json_too_deep, too_deep_message
@@ -30,8 +32,23 @@ def query_names(request: Request[Any, Any, Any]) -> frozenset[str]:
     """The query parameter names the route's handler declares (aliases included): its
     arguments less the ones Litestar fills in (``RESERVED_KWARGS``: request, state, data...),
     dependencies, headers and cookies -- the set Litestar's ``KwargsModel`` reads from the
-    query string."""
+    query string. Worked out once per handler (a handler's signature never changes)."""
     handler = request.route_handler
+    try:
+        found = _QUERY_NAMES.get(handler)
+        if found is None:
+            found = _QUERY_NAMES[handler] = _handler_query_names(handler)
+    except TypeError:  # Litestar's own OPTIONS handlers take no weak reference
+        found = _handler_query_names(handler)
+    return found
+
+
+_QUERY_NAMES: weakref.WeakKeyDictionary[HTTPRouteHandler, frozenset[str]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _handler_query_names(handler: HTTPRouteHandler) -> frozenset[str]:
     injected = {*RESERVED_KWARGS, *handler.resolve_dependencies()}
     names: set[str] = set()
     for name, field in handler.parsed_fn_signature.parameters.items():
