@@ -297,6 +297,41 @@ def test_reference_hardware_names_the_vendors_interconnect(
     assert not any("NVLink" in t for t in texts)
 
 
+def test_min_gpus_counts_nodes_one_by_one_not_in_powers_of_two(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    # Llama 3.1 405B full fine-tuning, ZeRO-3: 16 B per parameter of model states sharded
+    # over every GPU. On 8 x H100 SXM nodes (81,559 MiB = 85,520,809,984 B per GPU) the states
+    # alone need n >= 16 P / (8 x 85,520,809,984) = 9.49 nodes, so at least 10; activations
+    # and overhead take what is left, so 10 or 11 -- never the 16 a power-of-two search
+    # would round up to. min_gpus is a whole number of 8-GPU nodes (clusters are built of
+    # full nodes: the smaller reference instances have no cluster network).
+    body = {
+        "model": {"preset": "meta-llama/Llama-3.1-405B"},
+        "workload": {
+            "kind": "training",
+            "method": "full",
+            "sharding": "zero3",
+            "sequence_length": 4096,
+            "gradient_checkpointing": "full",
+            "tokens": 1e9,
+        },
+    }
+    result = _estimate(client, body)
+    params = result["model"]["total_parameters"]
+    assert params == 405_853_388_800  # hf-configs README: the published total
+    exposed = 81_559 * 2**20
+    states_nodes = -(-16 * params // (8 * exposed))
+    assert states_nodes == 10
+    [h100] = [r for r in result["min_gpus"] if r["gpu"] == "H100-SXM-80GB"]
+    assert states_nodes <= h100["nodes"] <= states_nodes + 1
+    assert h100["min_gpus"] == 8 * h100["nodes"]
+    assert h100["memory_per_gpu_bytes"] <= exposed
+    for row in result["min_gpus"]:
+        if row["min_gpus"] is not None and row["nodes"] > 1:
+            assert row["min_gpus"] == 8 * row["nodes"], row
+
+
 def test_min_gpus_fills_eight_gpu_nodes_before_adding_nodes(
     client: TestClient,  # type: ignore[type-arg]
 ) -> None:

@@ -180,8 +180,9 @@ def test_the_rejection_quotes_the_plan_with_the_smallest_requirement() -> None:
 
 def test_a_multi_node_shortfall_quotes_the_closest_plan_within_the_limit() -> None:
     # 100e9 params full fine-tuning, ZeRO-3: 16 x 100e9 / GPUs. One node of 8: 200e9 B per
-    # GPU; two nodes (16 GPUs): 100e9 B; four (32): 50e9 B + 2 GiB / 8 + 1 GiB fits. With
-    # max_nodes 2 the closest allowed plan is ZeRO-3 over 16 GPUs at TP=8.
+    # GPU; two nodes (16 GPUs): 100e9 B (93.1 GiB) > 79.6 GiB; three (24): 66.7e9 B
+    # (62.1 GiB) + 2 GiB / 8 + 1 GiB = 63.3 GiB fits -- nodes need not be a power of two.
+    # With max_nodes 2 the closest allowed plan is ZeRO-3 over 16 GPUs at TP=8.
     arch = make_arch(100 * 10**9, layers=80, hidden=8192, heads=64)
     workload = TrainingWorkload(tokens=1e9, sequence_length=4096)
     offer = make_offer(network=INFINIBAND)
@@ -189,10 +190,10 @@ def test_a_multi_node_shortfall_quotes_the_closest_plan_within_the_limit() -> No
 
     [group] = result.rejected
     assert group.code == "over_max_nodes"
-    assert group.data["nodes_needed"] == 4
+    assert group.data["nodes_needed"] == 3
     need = group.data["need_bytes"]
     assert need == 16 * 100 * 10**9 // 16 + 2 * GIB // group.data["plan"]["tensor_parallel"] + GIB
-    assert group.text.startswith("needs 4 nodes of 8 × H100-SXM-80GB; max_nodes is 2 (the ")
+    assert group.text.startswith("needs 3 nodes of 8 × H100-SXM-80GB; max_nodes is 2 (the ")
 
 
 def test_training_leaves_gpus_idle_only_where_a_wider_tp_is_what_fits() -> None:
@@ -223,3 +224,38 @@ def test_training_leaves_gpus_idle_only_where_a_wider_tp_is_what_fits() -> None:
         "uses 4 of the 6 H100-SXM-80GB GPUs paid for: 2 sit idle (no plan using all of them fits)"
         in [r.text for r in best.rationale]
     )
+
+
+def test_a_job_that_needs_three_nodes_runs_on_three_not_four() -> None:
+    # Same 100e9-parameter job (16 B/param of model states, ZeRO-3 over every GPU):
+    #   2 nodes: 1.6e12 / 16 = 100e9 B = 93.1 GiB > 81,559 MiB (79.6 GiB): no fit;
+    #   3 nodes: ZeRO-3 1.6e12 / 24 = 66,666,666,666 B + 2 GiB / 8 + 1 GiB = 63.3 GiB fits.
+    # The fewest nodes that fit is 3; a power-of-two search would book 4 (32 GPUs), and with
+    # max_nodes 3 it would find nothing at all.
+    arch = make_arch(100 * 10**9, layers=80, hidden=8192, heads=64)
+    workload = TrainingWorkload(tokens=1e9, sequence_length=4096)
+    offer = make_offer(network=INFINIBAND)
+    for max_nodes in (3, 16):
+        request = make_request(workload, max_nodes=max_nodes)
+        [best] = recommend(arch, request, [offer], GPUS, {}, toy_estimate).recommendations
+        assert (best.nodes, best.gpus) == (3, 24)
+        # the lowest ZeRO stage that fits on TP=8 x DP=3 is ZeRO-2 (ZeRO-1 keeps 2P/8 of
+        # gradients: 25e9 + 25e9 + 50e9 = 100e9 B alone): weights 2P/8 = 25e9, gradients
+        # 2P/8/3 = 8,333,333,333, AdamW 12P/8/3 = 50e9, activations 2 GiB / 8, 1 GiB
+        assert best.plan.sharding == "zero2"
+        assert (best.plan.tensor_parallel, best.plan.data_parallel) == (8, 3)
+        need = 25 * 10**9 + 8_333_333_333 + 50 * 10**9 + 2 * GIB // 8 + GIB
+        assert best.memory_per_gpu.total_bytes == need == 84_675_510_613
+        assert need <= 81_559 * MIB
+
+
+def test_time_to_result_reaches_max_nodes_when_it_is_not_a_power_of_two() -> None:
+    # time_to_result prices more nodes than the fewest that fit (3): the powers of two above
+    # it (4, 8) and max_nodes itself (12). More GPUs only shorten the job here, so the
+    # fastest is all 12 nodes (96 GPUs), which a power-of-two search (8 at most) never tries.
+    arch = make_arch(100 * 10**9, layers=80, hidden=8192, heads=64)
+    workload = TrainingWorkload(tokens=1e9, sequence_length=4096)
+    offer = make_offer(network=INFINIBAND)
+    request = make_request(workload, max_nodes=12, objective="time_to_result")
+    [best] = recommend(arch, request, [offer], GPUS, {}, toy_estimate).recommendations
+    assert (best.nodes, best.gpus) == (12, 96)

@@ -13,7 +13,10 @@ Hardware questions run the same planner as ``/v1/recommendations`` over *referen
 one synthetic instance per (GPU, GPUs per node) with the GPU's own intra-node link (NVLink
 where the GPU has it, else PCIe), a cluster-grade network between nodes (InfiniBand,
 3,200 Gbit/s per node, as on H100/H200 HGX clusters: 8 x 400 Gbit/s ConnectX-7) and a price
-of $1 per GPU-hour billed per second, so "cheapest" means "fewest GPU-hours". Pure: no I/O.
+of $1 per GPU-hour billed per second, so "cheapest" means "fewest GPU-hours". ``min_gpus``
+builds clusters of 8-GPU nodes only (1, 2 and 4-GPU reference instances stand alone, as such
+cloud instances do); hardware the request names gets the network at any node size. Pure: no
+I/O.
 """
 
 from __future__ import annotations
@@ -167,8 +170,9 @@ def reference_interconnect(gpu: GpuSpec, gpus_per_node: int) -> Interconnect:
     return "pcie"
 
 
-def reference_offer(gpu: GpuSpec, gpus_per_node: int) -> Offer:
-    """A synthetic instance of ``gpus_per_node`` GPUs at $1 per GPU-hour (module docstring)."""
+def reference_offer(gpu: GpuSpec, gpus_per_node: int, *, clustered: bool = True) -> Offer:
+    """A synthetic instance of ``gpus_per_node`` GPUs at $1 per GPU-hour (module docstring),
+    with :data:`REFERENCE_NETWORK` between nodes unless ``clustered`` is false."""
     return Offer(
         provider=REFERENCE_PROVIDER.name,
         instance_type=f"{gpus_per_node}x{gpu.id}",
@@ -181,7 +185,7 @@ def reference_offer(gpu: GpuSpec, gpus_per_node: int) -> Offer:
         ram_bytes=gpus_per_node * 2 * gpu.memory_bytes,
         price_per_hour_usd=float(gpus_per_node),
         interconnect=reference_interconnect(gpu, gpus_per_node),
-        network=REFERENCE_NETWORK,
+        network=REFERENCE_NETWORK if clustered else None,
         billing_increment_seconds=1,
         source="reference",
         fetched_at="",
@@ -226,7 +230,13 @@ def min_gpus_per_type(
     """The smallest feasible GPU count on each GPU type (fewest GPU-hours at equal price)."""
     rows: list[MinGpus] = []
     for spec in gpus.specs:
-        offers = [reference_offer(spec, n) for n in REFERENCE_GPUS_PER_NODE]
+        # Clusters are built of full nodes (8-GPU HGX/DGX boards behind InfiniBand); the
+        # smaller instances stand alone. Otherwise three 2-GPU nodes (6 GPUs) would be
+        # "the smallest deployment" where a real cluster takes one 8-GPU node.
+        widest = max(REFERENCE_GPUS_PER_NODE)
+        offers = [
+            reference_offer(spec, n, clustered=n == widest) for n in REFERENCE_GPUS_PER_NODE
+        ]
         result = _plan_on_reference(
             arch,
             request,

@@ -84,21 +84,29 @@ PIPELINE_MAX = 64
 PP = 64 (Narayanan et al. 2021, Table 1); Llama 3 405B used 16 (Dubey et al. 2024, Table 4)."""
 
 
-def smallest_fitting_power(fits: Callable[[int], bool], limit: int) -> int | None:
-    """Smallest power of two ``n <= limit`` with ``fits(n)``, by binary search over the
-    exponents (memory per GPU falls as nodes are added, so ``fits`` is monotone); None when
-    even ``limit`` (rounded down to a power of two) does not fit."""
-    powers = list(powers_of_two(limit))
-    if not powers or not fits(powers[-1]):
+def smallest_fitting_count(fits: Callable[[int], bool], limit: int) -> int | None:
+    """Smallest ``n`` in ``1..limit`` with ``fits(n)``: ``fits`` is probed at 1, 2, 4, ...
+    (and ``limit``) until it holds, then the smallest count in the last doubling is found by
+    binary search (memory per GPU falls as nodes are added, so ``fits`` is monotone). None
+    when even ``limit`` does not fit. A job that needs 11 nodes is told 11, not 16: nodes
+    need not be a power of two (data parallel and ZeRO shard over any count; pipeline stages
+    over any divisor). ``O(log limit)`` probes; a power-of-two answer costs no more probes
+    than the doubling alone."""
+    if limit < 1:
         return None
-    low, high = 0, len(powers) - 1  # powers[high] fits
+    below, probe = 0, 1  # fits(below) is false (0: nothing probed)
+    while not fits(probe):
+        if probe >= limit:
+            return None
+        below, probe = probe, min(probe * 2, limit)
+    low, high = below + 1, probe  # fits(high); the answer lies in [low, high]
     while low < high:
         middle = (low + high) // 2
-        if fits(powers[middle]):
+        if fits(middle):
             high = middle
         else:
             low = middle + 1
-    return powers[high]
+    return high
 
 
 ZERO_STAGES: tuple[Sharding, ...] = ("none", "zero1", "zero2", "zero3")

@@ -27,7 +27,7 @@ from gpu_advisor.core.planner.topology import (
     idle_width,
     pipeline_step_saves,
     powers_of_two,
-    smallest_fitting_power,
+    smallest_fitting_count,
 )
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
 from gpu_advisor.core.spec import Objective, Sharding, TrainingWorkload
@@ -323,14 +323,24 @@ class TrainingPlanner:
         found = self.space.memory(plan)
         return found is not None and fit(found.total_bytes)
 
-    def node_counts(self, key: GroupKey) -> list[int]:
-        """Node counts searched: powers of two within max_nodes and max_gpus; 1 without a
-        cluster network."""
+    def node_limit(self, key: GroupKey) -> int:
+        """Most nodes a plan of the group may use: ``max_nodes`` (1 without a cluster
+        network), and no more than ``max_gpus`` allow."""
         constraints = self.space.constraints
         limit = constraints.max_nodes if key.network_gbit_per_s else 1
         if constraints.max_gpus is not None:
             limit = min(limit, constraints.max_gpus // key.gpu_count)
-        return list(powers_of_two(limit))
+        return limit
+
+    @staticmethod
+    def node_counts(first: int, limit: int) -> list[int]:
+        """Node counts priced once ``first`` is the fewest that fit: ``first``, then the
+        powers of two above it, then ``limit`` (more nodes only shorten the job; the doubling
+        keeps the search bounded, the limit is the fastest allowed)."""
+        counts = [first, *(n for n in powers_of_two(limit) if n > first)]
+        if counts[-1] != limit:
+            counts.append(limit)
+        return counts
 
     def _speed(
         self, plan: ParallelPlan, memory: MemoryBreakdown, ctx: GroupContext, link: Links
@@ -366,21 +376,33 @@ class TrainingPlanner:
         return deadline is None or option.time_hours is None or option.time_hours <= deadline
 
     def plan(self, ctx: GroupContext) -> GroupVerdict:
-        """Per node count, the fastest fitting plan; or why none fits. Node counts stop at the
-        first that fits (meeting the deadline, if any) unless the objective is
-        ``time_to_result``. At each node count, plans using every GPU come first; only where
+        """Per node count, the fastest fitting plan; or why none fits. The fewest nodes that
+        fit are found first (:func:`smallest_fitting_count`: any count, not only powers of
+        two); larger counts (:meth:`node_counts`) are priced only for ``time_to_result`` or
+        to meet a deadline. At each node count, plans using every GPU come first; only where
         none fits are plans on :func:`idle_width` GPUs of each node searched."""
         key, gpu = ctx.key, ctx.gpu
         g = key.gpu_count
         nearest = Nearest()
         options: list[PlanOption] = []
-        for n in self.node_counts(key):
-            width = g
-            plans = self.first_fits(g, n, ctx.tp_cap, ctx.usable_bytes, nearest)
-            narrower = idle_width(g)
-            if not plans and narrower is not None and self._wider_tp(narrower, g, ctx.tp_cap):
-                width = narrower
-                plans = self.first_fits(width, n, ctx.tp_cap, ctx.usable_bytes, nearest)
+        searched: dict[int, tuple[int, list[ParallelPlan]]] = {}  # nodes -> (width, plans)
+
+        def fitting(n: int) -> tuple[int, list[ParallelPlan]]:
+            found = searched.get(n)
+            if found is None:
+                width = g
+                plans = self.first_fits(g, n, ctx.tp_cap, ctx.usable_bytes, nearest)
+                narrower = idle_width(g)
+                if not plans and narrower is not None and self._wider_tp(narrower, g, ctx.tp_cap):
+                    width = narrower
+                    plans = self.first_fits(width, n, ctx.tp_cap, ctx.usable_bytes, nearest)
+                found = searched[n] = (width, plans)
+            return found
+
+        limit = self.node_limit(key)
+        first = smallest_fitting_count(lambda n: bool(fitting(n)[1]), limit)
+        for n in self.node_counts(first, limit) if first is not None else []:
+            width, plans = fitting(n)
             link = links(gpu, min(ctx.domain, width), width, n, key.network_gbit_per_s)
             fastest: tuple[float, ParallelPlan, MemoryBreakdown, TrainingEstimate] | None = None
             for plan in plans:
@@ -413,7 +435,7 @@ class TrainingPlanner:
         def fits_on(tp_cap: int, max_nodes: int) -> int | None:
             key = (g, tp_cap, max_nodes, ctx.usable_bytes)  # shared by groups of one GPU size
             if key not in self._nodes:
-                self._nodes[key] = smallest_fitting_power(
+                self._nodes[key] = smallest_fitting_count(
                     lambda n: self.fits_somewhere(g, n, tp_cap, ctx.usable_bytes), max_nodes
                 )
             return self._nodes[key]
