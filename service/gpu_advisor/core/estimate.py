@@ -234,9 +234,7 @@ def min_gpus_per_type(
         # smaller instances stand alone. Otherwise three 2-GPU nodes (6 GPUs) would be
         # "the smallest deployment" where a real cluster takes one 8-GPU node.
         widest = max(REFERENCE_GPUS_PER_NODE)
-        offers = [
-            reference_offer(spec, n, clustered=n == widest) for n in REFERENCE_GPUS_PER_NODE
-        ]
+        offers = [reference_offer(spec, n, clustered=n == widest) for n in REFERENCE_GPUS_PER_NODE]
         result = _plan_on_reference(
             arch,
             request,
