@@ -220,8 +220,10 @@ def test_an_encoder_only_model_reports_encoded_input_not_output(client: TestClie
     assert result["fits"] is True
     performance = result["performance"]
     assert performance["step_time_seconds"] == 0.0  # no decode
-    assert performance["max_concurrency"] is None  # no KV cache bounds it
-    assert result["max_concurrency"] is None
+    # no KV cache bounds it; vLLM's scheduler does: `vllm serve` runs at most 256 sequences
+    # at once on a GPU under 70 GiB (EngineArgs.get_batch_defaults; the L4 exposes 22,888 MiB)
+    assert performance["max_concurrency"] == 256
+    assert result["max_concurrency"] is None  # memory: no KV cache to fill
     assert result["max_context_length"] == 512
     # 32 sequences x 512 input tokens per forward pass
     assert performance["tokens_per_second"] == pytest.approx(
@@ -283,3 +285,41 @@ def test_output_tokens_do_not_apply_to_an_encoder(client: TestClient) -> None:  
     decoder = client.post("/v1/estimate", json={**body, "model": LLAMA_8B})
     assert decoder.status_code == 422
     assert decoder.json()["errors"][0]["field"] == "workload.output_tokens"
+
+
+def test_vllm_runs_at_most_max_num_seqs_sequences_per_replica(client: TestClient) -> None:  # type: ignore[type-arg]
+    # Llama-3.2-1B: KV per token 2 x 16 layers x 8 KV heads x 64 x 2 B = 32,768 B, so a
+    # 512-token sequence holds 16 MiB and 600 of them 9.4 GiB: with 2.5 GB of weights one
+    # L40S (46,068 MiB) holds them all. But `vllm serve` schedules at most 256 sequences at
+    # once on a GPU under 70 GiB (EngineArgs.get_batch_defaults), so 600 concurrent sequences
+    # need ceil(600 / 256) = 3 replicas; with --max-num-seqs 100, ceil(600 / 100) = 6.
+    assert 2 * 16 * 8 * 64 * 2 == 32_768
+    for max_num_seqs, replicas in ((None, 3), (100, 6)):
+        workload: dict[str, Any] = {"kind": "inference", "context_length": 512, "concurrency": 600}
+        if max_num_seqs is not None:
+            workload["max_num_seqs"] = max_num_seqs
+        body = {
+            "model": {"preset": "meta-llama/Llama-3.2-1B"},
+            "workload": workload,
+            "constraints": {"gpu_types": ["L40S-48GB"]},
+            "top_k": 1,
+        }
+        [best] = _post(client, "/v1/recommendations", body)["recommendations"]
+        assert best["performance"]["replicas"] >= replicas
+        assert best["performance"]["max_concurrency_per_replica"] == (max_num_seqs or 256)
+        [note] = [r for r in best["rationale"] if r["code"] == "engine_max_num_seqs"]
+        assert note["data"]["replicas_needed"] == replicas
+        assert note["text"] == (
+            f"vLLM runs at most {max_num_seqs or 256} sequences per replica (max_num_seqs): "
+            f"600 concurrent sequences need at least {replicas} replicas"
+        )
+    # the generic engine has no scheduler limit: memory alone sets the count (one replica)
+    body["workload"] = {
+        "kind": "inference",
+        "context_length": 512,
+        "concurrency": 600,
+        "engine": "generic",
+    }
+    [best] = _post(client, "/v1/recommendations", body)["recommendations"]
+    assert best["performance"]["replicas"] == 1
+    assert "engine_max_num_seqs" not in _codes(best["rationale"])

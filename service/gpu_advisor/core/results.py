@@ -63,8 +63,9 @@ class Performance(Struct, frozen=True, kw_only=True):
     Serving: ``tokens_per_second`` is the whole deployment's output tokens per second (an
     encoder-only model's: input tokens encoded per second), summed over its ``replicas``,
     each serving its share of the workload's ``concurrency`` (``sequences_per_replica``);
-    ``max_concurrency`` is the most full-context sequences the deployment holds at once
-    (``replicas x max_concurrency_per_replica``).
+    ``max_concurrency`` is the most full-context sequences the deployment runs at once
+    (``replicas x max_concurrency_per_replica``): what each replica's memory holds, at most
+    its engine's ``max_num_seqs`` (vLLM).
     """
 
     tokens_per_second: float

@@ -191,6 +191,21 @@ class InferenceWorkload(_Request, frozen=True, tag="inference", tag_field="kind"
     engine: Engine = "vllm"
     gpu_memory_utilization: Annotated[float, Meta(gt=0, le=1)] = 0.9
     max_num_batched_tokens: Annotated[int, Meta(ge=1, le=10_485_760)] | None = None
+    max_num_seqs: (
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                le=1_048_576,
+                description=(
+                    "vLLM --max-num-seqs: sequences one replica runs at once (default 1024 on "
+                    "GPUs of at least 70 GiB, else 256). A deployment runs its concurrency "
+                    "on at least ceil(concurrency / max_num_seqs) replicas."
+                ),
+            ),
+        ]
+        | None
+    ) = None
     cuda_graphs: bool = True
     prompt_tokens: (
         Annotated[int, Meta(ge=1, le=10_485_760, description="Prompt tokens per request.")] | None

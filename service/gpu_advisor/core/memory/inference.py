@@ -167,7 +167,7 @@ def _engine(
         tokens = workload.max_num_batched_tokens or vllm_default_max_num_batched_tokens(
             capacity_bytes
         )
-        seqs = vllm_default_max_num_seqs(capacity_bytes)
+        seqs = workload.max_num_seqs or vllm_default_max_num_seqs(capacity_bytes)
         peak = tokens * per_token + (sampler_bytes(seqs, arch.vocab_size) if last_stage else 0)
         graphs = VLLM_CUDA_GRAPH_BYTES if workload.cuda_graphs else 0
         reservation = None

@@ -38,7 +38,7 @@ from gpu_advisor.core.planner.performance import (
     deployment_tokens_per_second,
     estimate_inference,
     estimate_training,
-    max_concurrency,
+    replica_sequence_limit,
     sequences_per_replica,
 )
 from gpu_advisor.core.planner.report import serving_performance, serving_speed
@@ -210,7 +210,9 @@ def evaluate_plan(
             replica_gpus = plan.tensor_parallel * plan.pipeline_parallel
             replica_nodes = max(1, -(-replica_gpus // gpus_per_node))
             link = links(gpu, domain, gpus_per_node, replica_nodes, network_gbit_per_s)
-            per_replica = max_concurrency(memory, workload, plan, gpu.memory_exposed_bytes)
+            per_replica = replica_sequence_limit(
+                memory, workload, plan, gpu.memory_exposed_bytes, gpu.memory_exposed_bytes
+            )
             efficiency = default_mfu(gpu)
 
             def rate(batch: int) -> float:

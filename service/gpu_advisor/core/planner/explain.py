@@ -354,6 +354,11 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"{_plural(d['nodes'], 'instance')}; one-GPU replicas need "
         f"{_plural(d['one_gpu_nodes'], 'instance')}"
     ),
+    "engine_max_num_seqs": lambda d: (
+        f"vLLM runs at most {d['max_num_seqs']:,} sequences per replica (max_num_seqs): "
+        f"{_plural(d['concurrency'], 'concurrent sequence')} need at least "
+        f"{_plural(d['replicas_needed'], 'replica')}"
+    ),
     "split_for_target": lambda d: (
         f"{d['replica_gpus']} GPUs per replica to reach {d['target_tokens_per_second']:,.0f} "
         f"output tokens/s with {_plural(d['concurrency'], 'concurrent sequence')}: one-GPU "

@@ -27,6 +27,7 @@ from msgspec import Struct
 
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.gpus import GpuSpec
+from gpu_advisor.core.memory.engine import vllm_default_max_num_seqs
 from gpu_advisor.core.planner.flops import (
     TrainingFlops,
     decode_flops_per_token,
@@ -223,8 +224,8 @@ class InferenceEstimate(Struct, frozen=True, kw_only=True):
     Attributes:
         batch: sequences the replica serves together (its share of the deployment's
             concurrency, ``ceil(concurrency / replicas)``, at most ``max_concurrency``).
-        max_concurrency: sequences of ``context_length`` one replica's KV pool holds (None:
-            no KV cache).
+        max_concurrency: sequences of ``context_length`` one replica runs at once: what its
+            KV pool holds, at most the engine's ``max_num_seqs`` (None: neither bounds it).
         decode_step_seconds: one decode step of the whole batch (0 for an encoder-only model:
             it does not decode).
         decode_bound: ``memory`` or ``compute``, whichever term is larger.
@@ -293,6 +294,34 @@ def max_concurrency(
     if memory.kv_pool_bytes is not None and memory.kv_cache_bytes > 0:
         most = min(most, memory.kv_pool_bytes / (memory.kv_cache_bytes / share))
     return max(0, math.floor(most))
+
+
+def engine_sequence_limit(workload: InferenceWorkload, capacity_bytes: int) -> int | None:
+    """Sequences one replica's engine runs at once: vLLM's ``max_num_seqs`` (the request's,
+    else the ``vllm serve`` default for a GPU exposing ``capacity_bytes``: 1024 on GPUs of at
+    least 70 GiB, else 256 -- ``EngineArgs.get_batch_defaults``,
+    :func:`~gpu_advisor.core.memory.engine.vllm_default_max_num_seqs`); more wait in its
+    queue. None for the generic engine (no scheduler limit)."""
+    if workload.engine != "vllm":
+        return None
+    return workload.max_num_seqs or vllm_default_max_num_seqs(capacity_bytes)
+
+
+def replica_sequence_limit(
+    memory: MemoryBreakdown,
+    workload: InferenceWorkload,
+    plan: ParallelPlan,
+    usable_bytes: float,
+    capacity_bytes: int,
+) -> int | None:
+    """Full-context sequences one replica runs at once: what its memory holds
+    (:func:`max_concurrency`), at most what its engine schedules
+    (:func:`engine_sequence_limit`). None when neither bounds it."""
+    held = max_concurrency(memory, workload, plan, usable_bytes)
+    limit = engine_sequence_limit(workload, capacity_bytes)
+    if limit is None or (held is not None and held <= limit):
+        return held
+    return limit
 
 
 def prompt_tokens(workload: InferenceWorkload, arch: Architecture | None = None) -> int:

@@ -20,7 +20,9 @@ Sizing one replica shape:
 
 * it must hold one full-context sequence (weights, one sequence's KV cache, activations and
   overhead within the usable memory, and that KV cache within the engine's pool);
-* ``R_memory = ceil(concurrency / most sequences one replica holds)``;
+* ``R_memory = ceil(concurrency / most sequences one replica holds)``, where a vLLM replica
+  runs at most ``max_num_seqs`` of them at once (noted ``engine_max_num_seqs`` where that,
+  not memory, sets the count);
 * with ``target_tokens_per_second``: the fewest replicas ``R_target >= R_memory`` whose
   combined rate reaches it, each replica decoding its share of the sequences
   (:func:`~gpu_advisor.core.planner.performance.deployment_tokens_per_second`). One sequence
@@ -51,6 +53,7 @@ from gpu_advisor.core.planner.hardware import Links, links
 from gpu_advisor.core.planner.performance import (
     InferenceEstimate,
     deployment_tokens_per_second,
+    engine_sequence_limit,
     estimate_inference,
     max_concurrency,
 )
@@ -78,12 +81,15 @@ class ReplicaFit(Struct, frozen=True, kw_only=True):
     Attributes:
         replica: the replica's TP x PP (x EP) with ``data_parallel`` 1.
         one: the per-GPU requirement with one sequence per replica.
-        per_replica: most full-context sequences one replica holds (None: no KV cache).
+        per_replica: most full-context sequences one replica runs at once: what its memory
+            holds, at most the engine's ``max_num_seqs`` (None: neither bounds it).
+        engine_limited: the engine's limit, not memory, sets ``per_replica``.
     """
 
     replica: ParallelPlan
     one: MemoryBreakdown
     per_replica: int | None
+    engine_limited: bool = False
 
 
 class _ReplicaFit(NamedTuple):
@@ -256,6 +262,11 @@ class ServingPlanner:
                     )
                 ]
                 continue
+            limit = engine_sequence_limit(self.workload, ctx.key.memory_exposed_bytes)
+            if limit is not None and (most is None or most > limit):
+                return ReplicaFit(
+                    replica=replica, one=memory, per_replica=limit, engine_limited=True
+                )
             return ReplicaFit(replica=replica, one=memory, per_replica=most)
         return None
 
@@ -449,6 +460,20 @@ class ServingPlanner:
             fit.per_replica,
             ctx.efficiency,
         )
+        notes = self.space.topology_notes(plan, ctx, replica_nodes, nodes)
+        if fit.engine_limited and fit.per_replica is not None and by_memory > 1:
+            # the engine's max_num_seqs, not memory, sets how many replicas the sequences need
+            notes = (
+                *notes,
+                Reason(
+                    code="engine_max_num_seqs",
+                    data={
+                        "max_num_seqs": fit.per_replica,
+                        "concurrency": concurrency,
+                        "replicas_needed": by_memory,
+                    },
+                ),
+            )
         option = PlanOption(
             nodes=nodes,
             plan=plan,
@@ -457,7 +482,7 @@ class ServingPlanner:
             replicas=replicas,
             time_hours=workload.serving_hours,
             tokens_per_second=deployment_tokens_per_second(rate, concurrency, replicas),
-            notes=self.space.topology_notes(plan, ctx, replica_nodes, nodes),
+            notes=notes,
             warnings=ctx.warnings,
         )
         return _Sized(replica_gpus=r, nodes=nodes, option=option)
