@@ -149,6 +149,17 @@ class _Yaml12Loader(yaml.SafeLoader):
 _Yaml12Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
 
 
+def load_yaml(text: str) -> Any:
+    """YAML text as plain values, with PyYAML's safe loader and the YAML 1.2 float rule
+    (``1.0e9`` is a number). No depth or duplicate-key checks: :func:`decode_document` makes
+    them first for documents from outside.
+
+    Raises:
+        yaml.YAMLError: not YAML.
+    """
+    return yaml.load(text, Loader=_Yaml12Loader)  # a SafeLoader subclass
+
+
 def looks_like_json(text: str, name: str) -> bool:
     """JSON by file extension, else by its first character (``-`` is stdin)."""
     lowered = name.lower()
@@ -185,7 +196,7 @@ def decode_document(data: bytes, kind: type[T], name: str = "-") -> T:
         shape = yaml_shape_error(text, _Yaml12Loader)
         if shape is not None:
             raise SpecError(shape[1], field=shape[0])
-        loaded: Any = yaml.load(text, Loader=_Yaml12Loader)  # a SafeLoader subclass
+        loaded = load_yaml(text)
     except msgspec.ValidationError as exc:
         raise explain_validation_error(exc, kind) from None
     except msgspec.DecodeError as exc:

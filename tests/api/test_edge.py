@@ -125,6 +125,22 @@ def test_query_checks_repeat_alike_and_cover_options_requests(
     assert options.status_code < 500, options.text
 
 
+@pytest.mark.parametrize("path", PLANNING)
+def test_numbers_sent_as_strings_are_400_naming_the_field(
+    client: TestClient,  # type: ignore[type-arg]
+    path: str,
+) -> None:
+    # JSON has numbers; "4096" is a string. msgspec's strict rules (the CLI's) reject it, as
+    # they reject true or 4.5 for an integer: the HTTP API must not read it as 4096.
+    body = _body(path=path).replace(b'"kind":"inference"', b'"kind":"inference","concurrency":"4"')
+    [error] = _problem(client.post(path, content=body))["errors"]
+    assert error == {
+        "field": "workload.concurrency",
+        "message": "Expected `int`, got `str`",
+        "source": "body",
+    }
+
+
 def test_body_enum_and_tag_errors_list_the_allowed_values(client: TestClient) -> None:  # type: ignore[type-arg]
     engine = client.post(
         "/v1/estimate",

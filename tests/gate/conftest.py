@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from litestar.testing import TestClient
 
 from gpu_advisor.asgi import build
+from gpu_advisor.decoding import load_yaml
 from gpu_advisor.settings import Settings
 from tests.ops.serving import REPO, base_env, free_port, start, stop, wait_for
 
@@ -23,8 +23,10 @@ SERVING = EXAMPLES / "llama31-70b-serving-allowed.yaml"
 
 
 def load_example(path: Path) -> dict[str, Any]:
-    """An example spec as a dict (YAML is a superset of the JSON ones)."""
-    loaded: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    """An example spec as a dict (YAML is a superset of the JSON ones), read as the CLI reads
+    it: YAML 1.2 floats, so ``tokens: 1.0e9`` is a number (PyYAML's YAML 1.1 default reads it
+    as the string "1.0e9", which the API rejects)."""
+    loaded: dict[str, Any] = load_yaml(path.read_text(encoding="utf-8"))
     return loaded
 
 

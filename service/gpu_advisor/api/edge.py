@@ -16,6 +16,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Final
 
+import msgspec
 from litestar import Request
 from litestar.constants import RESERVED_KWARGS
 from litestar.exceptions import ValidationException
@@ -100,3 +101,23 @@ async def guard_request(request: Request[Any, Any, Any]) -> None:
     too_deep = json_too_deep(body)
     if too_deep is not None:
         raise _invalid([{"key": too_deep, "message": too_deep_message(), "source": "body"}])
+    kind = request.route_handler.parsed_fn_signature.parameters["data"].annotation
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        _check_types(body, kind)
+
+
+def _check_types(body: bytes, kind: type[msgspec.Struct]) -> None:
+    """Decode ``body`` as ``kind`` with msgspec's strict rules, as the CLI does
+    (:func:`gpu_advisor.decoding.decode_document`): a number sent as a string
+    (``"concurrency": "4"``) is an error naming the field, not a number. Litestar converts
+    request bodies leniently (``strict=False``, which also turns ``"4"`` into 4), so the
+    strict pass runs here first; its error goes to the same handler as Litestar's own
+    (:func:`gpu_advisor.api.problems.validation_exception_handler`). A body that is not JSON
+    at all is left to Litestar.
+    """
+    try:
+        msgspec.json.decode(body, type=kind)
+    except msgspec.ValidationError as error:
+        raise _invalid([{"message": str(error), "source": "body"}]) from None
+    except msgspec.DecodeError:
+        return
