@@ -135,3 +135,41 @@ def test_mixtral_bf16_does_not_fit_one_80gb_gpu(client: TestClient) -> None:  # 
         if g["code"] == "insufficient_memory" and g["gpu"] in ("H100-SXM-80GB", "A100-SXM-80GB")
     ]
     assert h100_single
+
+
+def _excerpt_like(excerpt: Any, answer: Any) -> Any:
+    """``answer`` cut to the keys and list lengths ``excerpt`` shows ("..." keys dropped);
+    rejected groups are matched by (code, gpu), the first group of each."""
+    if isinstance(excerpt, dict):
+        return {
+            k: _excerpt_like(v, answer.get(k)) if isinstance(answer, dict) else None
+            for k, v in excerpt.items()
+            if k != "..."
+        }
+    if isinstance(excerpt, list) and isinstance(answer, list):
+        if (
+            excerpt
+            and isinstance(excerpt[0], dict)
+            and "code" in excerpt[0]
+            and "gpu" in excerpt[0]
+        ):
+            picked = [
+                next(a for a in answer if (a["code"], a.get("gpu")) == (e["code"], e["gpu"]))
+                for e in excerpt
+            ]
+            return [_excerpt_like(e, a) for e, a in zip(excerpt, picked, strict=True)]
+        return [_excerpt_like(e, a) for e, a in zip(excerpt, answer, strict=False)]
+    return answer
+
+
+def test_readme_excerpt_is_the_real_answer(client: TestClient) -> None:  # type: ignore[type-arg]
+    # The README quotes the answer to its curl example; drift (a catalog rebuild, a planner
+    # change) must be noticed and the excerpt refreshed.
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("An excerpt of the real answer", 1)[1]
+    excerpt = json.loads(block.split("```json\n", 1)[1].split("```", 1)[0])
+    body = json.loads((EXAMPLES / "mixtral-8x7b-serving.json").read_text(encoding="utf-8"))
+    response = client.post("/v1/recommendations", json=body)
+    assert response.status_code == 200, response.text
+    without_dots = _excerpt_like(excerpt, excerpt)
+    assert _excerpt_like(excerpt, response.json()) == without_dots
