@@ -291,3 +291,12 @@ def test_hardware_family_name_takes_the_default_variant_and_says_so(
     pinned = client.post("/v1/estimate", json=body).json()
     assert pinned["hardware"]["gpu"] == "H100-PCIE-80GB"
     assert not [n for n in pinned["notes"] if n["code"] == "gpu_default_variant"]
+
+
+def test_an_unknown_preset_names_its_field_once(client: TestClient) -> None:  # type: ignore[type-arg]
+    body = {"model": {"preset": "meta-llama/Llama-9-1T"}, "workload": {"kind": "inference"}}
+    problem = _problem(client.post("/v1/estimate", json=body), 422)
+    [error] = problem["errors"]
+    assert error["field"] == "model.preset"
+    assert error["message"].startswith("'meta-llama/Llama-9-1T' is not a known preset.")
+    assert problem["detail"].count("model.preset") == 1 + error["message"].count("model.preset")

@@ -611,7 +611,7 @@ def _canonical(preset_id: str, field: str) -> str:
         close = get_close_matches(key[:200], list(_NAMES), n=3, cutoff=0.6)
         hint = f" Did you mean {', '.join(_NAMES[c] for c in close)}?" if close else ""
         raise UnknownPresetError(
-            f"{field} {preset_id[:100]!r} is not a known preset.{hint} GET /v1/models lists "
+            f"{preset_id[:100]!r} is not a known preset.{hint} GET /v1/models lists "
             "them; or send the model's config.json as model.config.",
             field=field,
         )
