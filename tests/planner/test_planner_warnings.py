@@ -8,7 +8,16 @@ from gpu_advisor.core.offers import ProviderInfo
 from gpu_advisor.core.planner import recommend
 from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
 
-from .fixtures import GIB, GPUS, make_arch, make_offer, make_request, toy_estimate
+from .fixtures import (
+    GIB,
+    GPUS,
+    INFINIBAND,
+    MIB,
+    make_arch,
+    make_offer,
+    make_request,
+    toy_estimate,
+)
 
 
 def test_few_vcpus_per_gpu_is_a_warning_not_a_rejection() -> None:
@@ -113,3 +122,27 @@ def test_headroom_is_applied_and_can_be_suggested_away() -> None:
         "lower min_headroom_fraction to 0.28 or less: 1 × H100-SXM-80GB needs 57.1 GiB per GPU "
         "of the 79.6 GiB it exposes"
     )
+
+
+def test_a_plan_leaving_under_5_percent_free_is_warned_about() -> None:
+    # 81e9 params, full fine-tuning on two 8 x H100 nodes (81,559 MiB = 85,520,809,984 B):
+    # ZeRO-2 would keep 2P/8 + 2P/16 + 12P/16 = 91.1e9 B per GPU (too much); ZeRO-3 keeps
+    # 16P/16 = 81e9 B + 2 GiB / 8 + 1 GiB = 82,342,177,280 B, so 1 - 82,342,177,280 /
+    # 85,520,809,984 = 3.7 % stays free: it fits, with a warning (the estimate's own error is
+    # about that size). With min_headroom_fraction 0.05 the same offer needs a third node.
+    arch = make_arch(81 * 10**9, layers=80, hidden=8192, heads=64)
+    workload = TrainingWorkload(tokens=1e9, sequence_length=4096)
+    offer = make_offer(network=INFINIBAND)
+    [rec] = recommend(arch, make_request(workload), [offer], GPUS, {}, toy_estimate).recommendations
+    need = 81 * 10**9 + 2 * GIB // 8 + GIB
+    assert (rec.nodes, rec.memory_per_gpu.total_bytes) == (2, need) == (2, 82_342_177_280)
+    [warning] = [w for w in rec.warnings if w.code == "tight_memory_fit"]
+    assert warning.data["headroom_fraction"] == pytest.approx(1 - need / (81_559 * MIB))
+    assert warning.text == (
+        "only 3.7 % of each GPU's memory stays free, less than the 5 % the estimate's accuracy "
+        "calls for (docs/accuracy.md); constraints.min_headroom_fraction requires room"
+    )
+    roomy = make_request(workload, min_headroom_fraction=0.05)
+    [rec] = recommend(arch, roomy, [offer], GPUS, {}, toy_estimate).recommendations
+    assert rec.nodes == 3
+    assert not [w for w in rec.warnings if w.code == "tight_memory_fit"]

@@ -481,7 +481,11 @@ def estimate(
             plan, memory, performance = best.plan, best.memory_per_gpu, best.performance
             # The reference offers' $1 per GPU-hour is no real price: keep only the reasons
             # about the plan, the memory and the speed.
-            notes = [r for r in best.rationale if r.code not in REFERENCE_PRICE_REASONS]
+            notes = [
+                r
+                for r in [*best.rationale, *best.warnings]
+                if r.code not in REFERENCE_PRICE_REASONS
+            ]
             fits = True
         else:
             # Nothing fits: report the plan the planner's reason quotes (its nearest miss, so

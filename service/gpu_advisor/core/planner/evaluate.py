@@ -41,7 +41,11 @@ from gpu_advisor.core.planner.performance import (
     replica_sequence_limit,
     sequences_per_replica,
 )
-from gpu_advisor.core.planner.report import serving_performance, serving_speed
+from gpu_advisor.core.planner.report import (
+    serving_performance,
+    serving_speed,
+    tight_fit_warning,
+)
 from gpu_advisor.core.planner.serving import context_limit_reason
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan, Performance, Reason
 from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload, Workload
@@ -175,6 +179,9 @@ def evaluate_plan(
             },
         ),
     ]
+    tight = tight_fit_warning(memory)
+    if tight is not None:
+        notes.append(tight)
     if plan.tensor_parallel > 1 and domain >= plan.tensor_parallel:
         fabric = "Infinity Fabric" if gpu.vendor == "amd" else "NVLink"
         notes.append(

@@ -388,6 +388,11 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"{d['dtype']} has no tensor-core path on {d['gpu']}: it runs through dequantising "
         f"kernels at the {d['path']} rate ({d['tflops']:,.0f} TFLOPS)"
     ),
+    "tight_memory_fit": lambda d: (
+        f"only {100 * d['headroom_fraction']:.1f} % of each GPU's memory stays free, less "
+        f"than the {100 * d['threshold']:.0f} % the estimate's accuracy calls for "
+        "(docs/accuracy.md); constraints.min_headroom_fraction requires room"
+    ),
     "spot_rate_unknown": lambda d: (
         f"{d['provider']} publishes no spot interruption rate: assumed "
         f"{d['rate_per_hour']:.3g} per hour"

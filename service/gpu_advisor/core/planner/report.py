@@ -22,6 +22,7 @@ from gpu_advisor.core.planner.ranking import Candidates
 from gpu_advisor.core.planner.topology import PlanOption
 from gpu_advisor.core.results import (
     Cost,
+    MemoryBreakdown,
     ParetoPoint,
     Performance,
     Reason,
@@ -36,6 +37,13 @@ if TYPE_CHECKING:
 MIN_VCPUS_PER_GPU = 4
 """DESIGN "Host side": fewer than about 4 vCPUs per GPU starves data loading and
 tokenisation -- a warning, not a rejection."""
+
+TIGHT_HEADROOM_FRACTION = 0.05
+"""Below this free fraction of a GPU's exposed memory a plan is warned about (not rejected:
+``constraints.min_headroom_fraction`` is the caller's rule). The estimator's terms are within
+5 % (weights, gradients, optimizer state, KV) and 15 % (saved activations) of measurement
+(docs/accuracy.md), and PyTorch's caching allocator fragments beyond its modelled share, so a
+plan that leaves less than 5 % free may run out of memory where the estimate says it fits."""
 
 
 def describe(offer: Offer) -> str:
@@ -306,6 +314,19 @@ def _spot_rate(ev: Evaluation, offer: Offer) -> float:
     return float(ev.spot_rate_by_provider[position])
 
 
+def tight_fit_warning(memory: MemoryBreakdown) -> Reason | None:
+    """``tight_memory_fit`` when less than :data:`TIGHT_HEADROOM_FRACTION` of the GPU's
+    exposed memory stays free under ``memory`` (a breakdown with its capacity); None when
+    more stays free, or when it does not fit at all (other reasons say so)."""
+    headroom = memory.headroom_fraction
+    if headroom is None or not 0 <= headroom < TIGHT_HEADROOM_FRACTION:
+        return None
+    return Reason(
+        code="tight_memory_fit",
+        data={"headroom_fraction": headroom, "threshold": TIGHT_HEADROOM_FRACTION},
+    )
+
+
 def _warnings(ev: Evaluation, offer_i: int, option: PlanOption, spot: bool) -> list[Reason]:
     index = ev.index
     offer = index.offers[offer_i]
@@ -323,6 +344,9 @@ def _warnings(ev: Evaluation, offer_i: int, option: PlanOption, spot: bool) -> l
                 },
             )
         )
+    tight = tight_fit_warning(option.memory)
+    if tight is not None:
+        warnings.append(tight)
     provider = index.providers.index(offer.provider)
     if spot and ev.spot_rate_unknown[provider]:
         warnings.append(
