@@ -133,3 +133,21 @@ def test_billing_sentence_says_total_and_cadence() -> None:
     )
     # no token count: no total, only the rate and the cadence
     assert billing(None, None, 36.0, 60) == "$36.00/h, billed per minute"
+
+
+def test_tp_for_throughput_says_what_it_is_compared_with() -> None:
+    # The comparison is with smaller replicas on the same paid instances (two 1-GPU replicas
+    # sharing the sequences), not with a different one-GPU instance.
+    reason = Reason(
+        code="tp_for_throughput",
+        data={
+            "replica_gpus": 2,
+            "smallest_replica_gpus": 1,
+            "tokens_per_second_per_gpu": 94.0,
+            "smallest_tokens_per_second_per_gpu": 67.0,
+        },
+    )
+    assert render(reason) == (
+        "2 GPUs per replica for throughput: 94 tokens/s per GPU vs 67 with 1 GPU per replica "
+        "on the same instances"
+    )

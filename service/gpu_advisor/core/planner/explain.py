@@ -367,7 +367,8 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "tp_for_throughput": lambda d: (
         f"{d['replica_gpus']} GPUs per replica for throughput: "
         f"{d['tokens_per_second_per_gpu']:,.0f} tokens/s per GPU vs "
-        f"{d['smallest_tokens_per_second_per_gpu']:,.0f} with {d['smallest_replica_gpus']}"
+        f"{d['smallest_tokens_per_second_per_gpu']:,.0f} with "
+        f"{_plural(d['smallest_replica_gpus'], 'GPU')} per replica on the same instances"
     ),
     "memory_fit": _memory_fit,
     "training_time": _training_time,
