@@ -151,3 +151,26 @@ def test_tp_for_throughput_says_what_it_is_compared_with() -> None:
         "2 GPUs per replica for throughput: 94 tokens/s per GPU vs 67 with 1 GPU per replica "
         "on the same instances"
     )
+
+
+def test_an_empty_kv_pool_says_what_filled_the_reservation() -> None:
+    data = {
+        "gpu": "RTXA6000-48GB",
+        "gpu_count": 2,
+        "kv_pool_bytes": 0,
+        "sequence_bytes": 256 * 2**20,
+        "context_length": 4096,
+        "weights_bytes": int(43.5 * GIB),
+        "reserved_bytes": int(42.5 * GIB),
+        "gpu_memory_utilization": 0.9,
+        "exposed_bytes": int(47.2 * GIB),
+    }
+    assert render(Reason(code="kv_pool_too_small", data=data)) == (
+        "the KV pool of 0.0 GiB per GPU on 2 × RTXA6000-48GB holds no 4,096-token sequence "
+        "(0.2 GiB each): gpu_memory_utilization 0.9 reserves 42.5 GiB of the 47.2 GiB exposed; "
+        "the weights (43.5 GiB), the activation peak and the engine's overhead leave no room "
+        "for the cache"
+    )
+    # a pool that exists but is too small needs no more words
+    small = {**data, "kv_pool_bytes": int(0.1 * GIB)}
+    assert render(Reason(code="kv_pool_too_small", data=small)).endswith("(0.2 GiB each)")

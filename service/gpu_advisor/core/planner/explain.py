@@ -174,6 +174,23 @@ def _split_for_kv_pool(d: Mapping[str, Any]) -> str:
     return text
 
 
+def _kv_pool_too_small(d: Mapping[str, Any]) -> str:
+    text = (
+        f"the KV pool of {format_gib(d['kv_pool_bytes'])} per GPU on {_instance(d)} holds no "
+        f"{d['context_length']:,}-token sequence ({format_gib(d['sequence_bytes'])} each)"
+    )
+    reserved = d.get("reserved_bytes")
+    if reserved is not None and d.get("weights_bytes") is not None and d["kv_pool_bytes"] <= 0:
+        # no pool at all: the cause is what the engine's reservation holds, not the cache
+        text += (
+            f": gpu_memory_utilization {d['gpu_memory_utilization']:g} reserves "
+            f"{format_gib(reserved)} of the {format_gib(d['exposed_bytes'])} exposed; the "
+            f"weights ({format_gib(d['weights_bytes'])}), the activation peak and the engine's "
+            "overhead leave no room for the cache"
+        )
+    return text
+
+
 def _target_over_concurrency(d: Mapping[str, Any]) -> str:
     return (
         f"{_plural(d['concurrency'], 'concurrent sequence')} cannot sustain "
@@ -444,10 +461,7 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"{d['gpu']} at gpu_memory_utilization {d['gpu_memory_utilization']:g} holds "
         f"{format_gib(d['kv_pool_bytes'])} ({_plural(d['max_sequences'], 'sequence')})"
     ),
-    "kv_pool_too_small": lambda d: (
-        f"the KV pool of {format_gib(d['kv_pool_bytes'])} per GPU on {_instance(d)} holds no "
-        f"{d['context_length']:,}-token sequence ({format_gib(d['sequence_bytes'])} each)"
-    ),
+    "kv_pool_too_small": _kv_pool_too_small,
     "over_max_price": lambda d: (
         f"costs at least {usd(d['price_per_hour_usd'])}/h{_on(d)}; max_price_per_hour_usd is "
         f"{usd(d['max_price_per_hour_usd'])}"
