@@ -174,3 +174,27 @@ def test_an_empty_kv_pool_says_what_filled_the_reservation() -> None:
     # a pool that exists but is too small needs no more words
     small = {**data, "kv_pool_bytes": int(0.1 * GIB)}
     assert render(Reason(code="kv_pool_too_small", data=small)).endswith("(0.2 GiB each)")
+
+
+def test_no_cluster_network_quotes_the_one_instance_miss_after_the_nodes_needed() -> None:
+    # 70B full fine-tuning on 2 x H100 per instance: ZeRO-3 over 2 GPUs keeps 16 x 70.55e9 / 2
+    # = 564e9 B per GPU; without a cluster network that one instance is all the offer allows.
+    data = {
+        "gpu": "H100-SXM-80GB",
+        "gpu_count": 2,
+        "nodes_needed": 8,
+        "exposed_bytes": 81_559 * 2**20,
+        "need_bytes": int(535.3 * GIB),
+        "plan": {
+            "tensor_parallel": 2,
+            "pipeline_parallel": 1,
+            "data_parallel": 1,
+            "expert_parallel": 1,
+            "sharding": "zero3",
+        },
+    }
+    assert render(Reason(code="no_cluster_network", data=data)) == (
+        "needs 8 nodes of 2 × H100-SXM-80GB, but the offer has no cluster network (InfiniBand, "
+        "EFA or RoCE); on one instance the closest plan, TP=2, PP=1, DP=1, ZeRO-3, needs "
+        "535.3 GiB per GPU; H100-SXM-80GB exposes 79.6 GiB"
+    )

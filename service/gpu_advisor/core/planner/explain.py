@@ -294,9 +294,9 @@ def _relax_limits(d: Mapping[str, Any]) -> str:
     return f"raise {' and '.join(parts)} together ({d['offer']})"
 
 
-def _closest(d: Mapping[str, Any]) -> str:
-    """`` (the closest plan allowed, TP=2, PP=2, DP=1, needs 35.2 GiB per GPU; L4-24GB
-    exposes 22.4 GiB)`` where the data carries the nearest miss (``need_bytes``, ``plan``)."""
+def _nearest_miss(d: Mapping[str, Any], lead: str) -> str:
+    """``<lead>, TP=2, PP=2, DP=1, needs 35.2 GiB per GPU; L4-24GB exposes 22.4 GiB`` from
+    the nearest miss the data carries (``need_bytes``, ``plan``); empty without one."""
     if d.get("need_bytes") is None:
         return ""
     plan = d.get("plan")
@@ -306,16 +306,22 @@ def _closest(d: Mapping[str, Any]) -> str:
     exposes = (
         f"; {d['gpu']} exposes {format_gib(d['exposed_bytes'])}" if d.get("exposed_bytes") else ""
     )
-    return (
-        f" (the closest plan allowed{with_plan} needs {format_gib(d['need_bytes'])} per GPU"
-        f"{exposes})"
-    )
+    return f"{lead}{with_plan} needs {format_gib(d['need_bytes'])} per GPU{exposes}"
+
+
+def _closest(d: Mapping[str, Any]) -> str:
+    """`` (the closest plan allowed, TP=2, PP=2, DP=1, needs 35.2 GiB per GPU; L4-24GB
+    exposes 22.4 GiB)`` where the data carries the nearest miss (``need_bytes``, ``plan``)."""
+    found = _nearest_miss(d, "the closest plan allowed")
+    return f" ({found})" if found else ""
 
 
 def _no_cluster_network(d: Mapping[str, Any]) -> str:
+    """The nodes needed first; the nearest miss is on ONE instance (all the offer allows)."""
+    found = _nearest_miss(d, "on one instance the closest plan")
     return (
-        f"needs {d['nodes_needed']} nodes of {_instance(d)}{_closest(d)}, but the offer has no "
-        "cluster network (InfiniBand, EFA or RoCE)"
+        f"needs {d['nodes_needed']} nodes of {_instance(d)}, but the offer has no cluster "
+        "network (InfiniBand, EFA or RoCE)" + (f"; {found}" if found else "")
     )
 
 
