@@ -146,3 +146,26 @@ def test_a_tiny_budget_suggests_the_budget_and_nothing_about_hardware() -> None:
     result = recommend(arch, make_request(workload, budget_usd=1.0), offers, GPUS, {}, toy_estimate)
     assert result.recommendations == []
     assert [s.code for s in result.suggestions] == ["raise_budget"]
+
+
+def test_a_cluster_network_is_suggested_only_where_it_alone_is_missing() -> None:
+    # 100e9 params full fine-tuning (16 B/param of model states, ZeRO-3 over every GPU) on
+    # 8 x H100 instances (85,520,809,984 B each GPU): 2 nodes hold 16e11 / 16 = 100e9 B (too
+    # much), 3 nodes 66.7e9 B (fits). One offer has InfiniBand, the other has none.
+    arch = make_arch(100 * 10**9, layers=80, hidden=8192, heads=64)
+    workload = TrainingWorkload(tokens=1e9, sequence_length=4096)
+    clustered = make_offer(network=INFINIBAND, instance_type="with-ib")
+    isolated = make_offer(instance_type="no-network")
+    # max_nodes 2: neither offer may use the 3 nodes the job needs; a network would not help
+    request = make_request(workload, max_nodes=2)
+    result = recommend(arch, request, [clustered, isolated], GPUS, {}, toy_estimate)
+    codes = {s.code: s for s in result.suggestions}
+    assert codes["raise_max_nodes"].text == "raise max_nodes to 3 (8 × H100-SXM-80GB)"
+    assert "cluster_network" not in codes
+    # only the isolated offer, max_nodes 4: its missing network is all that stands in the way
+    request = make_request(workload, max_nodes=4)
+    result = recommend(arch, request, [isolated], GPUS, {}, toy_estimate)
+    codes = {s.code: s for s in result.suggestions}
+    assert codes["cluster_network"].text == (
+        "an offer with a cluster network: 8 × H100-SXM-80GB needs 3 nodes"
+    )

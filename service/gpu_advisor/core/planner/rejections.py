@@ -400,8 +400,20 @@ def _relax_structure(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
         data = dict(best.data)
         data["max_tokens_per_second"] = data["concurrency"] * data["sequence_tokens_per_second"]
         found.append(_suggest("raise_concurrency", data))
-    if "no_cluster_network" in by_code:
-        best = min(by_code["no_cluster_network"], key=lambda r: r.data["nodes_needed"])
+    constraints = ev.request.constraints
+    networked = [
+        r
+        for r in by_code.get("no_cluster_network", [])
+        if r.data["nodes_needed"] <= constraints.max_nodes
+        and (
+            constraints.max_gpus is None
+            or r.data["nodes_needed"] * r.data["gpu_count"] <= constraints.max_gpus
+        )
+    ]
+    if networked:
+        # only where a network alone is the missing piece (more nodes than max_nodes allows
+        # is raise_max_nodes' business)
+        best = min(networked, key=lambda r: r.data["nodes_needed"])
         found.append(_suggest("cluster_network", dict(best.data)))
     if "tp_over_pcie" in by_code:
         found.append(_suggest("nvlink_offer", dict(by_code["tp_over_pcie"][0].data)))
@@ -413,7 +425,15 @@ def _relax_structure(ev: Evaluation, outcome: Outcome) -> list[Suggestion]:
         found.append(_suggest("shorter_context", dict(by_code["kv_pool_too_small"][0].data)))
     memory = [r for r in by_code.get("insufficient_memory", []) if "need_bytes" in r.data]
     if memory:
-        best = min(memory, key=lambda r: r.data["need_bytes"])
+        # the least any allowed plan needs per GPU: the nearest misses of the groups limited
+        # by nodes or GPUs count too (their closest plan within the limits)
+        limited = [
+            r
+            for code in ("over_max_nodes", "over_max_gpus", "no_cluster_network")
+            for r in by_code.get(code, [])
+            if "need_bytes" in r.data
+        ]
+        best = min([*memory, *limited], key=lambda r: r.data["need_bytes"])
         largest = max(k.memory_exposed_bytes for k in index.groups)
         headroom = ev.request.constraints.min_headroom_fraction
         close = [r for r in memory if r.data["need_bytes"] < r.data["exposed_bytes"]]
