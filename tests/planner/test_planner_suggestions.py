@@ -169,3 +169,19 @@ def test_a_cluster_network_is_suggested_only_where_it_alone_is_missing() -> None
     assert codes["cluster_network"].text == (
         "an offer with a cluster network: 8 × H100-SXM-80GB needs 3 nodes"
     )
+
+
+def test_larger_gpu_quotes_the_least_any_allowed_plan_needs() -> None:
+    # Same job. A one-GPU instance needs all 16e11 B + 2 GiB + 1 GiB on its GPU; the clustered
+    # 8-GPU offer within max_nodes 2 needs 16e11 / 16 = 100e9 B + 2 GiB / 8 + 1 GiB =
+    # 101,342,177,280 B per GPU. A larger GPU must expose the smaller of the two, not the
+    # one-GPU figure.
+    arch = make_arch(100 * 10**9, layers=80, hidden=8192, heads=64)
+    workload = TrainingWorkload(tokens=1e9, sequence_length=4096)
+    clustered = make_offer(network=INFINIBAND, instance_type="with-ib")
+    single = make_offer("H100-SXM-80GB", 1, instance_type="one-gpu")
+    request = make_request(workload, max_nodes=2)
+    result = recommend(arch, request, [clustered, single], GPUS, {}, toy_estimate)
+    codes = {s.code: s for s in result.suggestions}
+    assert codes["larger_gpu"].data["need_bytes"] == 100 * 10**9 + 2 * GIB // 8 + GIB
+    assert codes["larger_gpu"].data["need_bytes"] == 101_342_177_280
