@@ -173,3 +173,33 @@ def test_readme_excerpt_is_the_real_answer(client: TestClient) -> None:  # type:
     assert response.status_code == 200, response.text
     without_dots = _excerpt_like(excerpt, excerpt)
     assert _excerpt_like(excerpt, response.json()) == without_dots
+
+
+def test_pipeline_parallel_plans_shard_only_as_real_frameworks_can(client: TestClient) -> None:  # type: ignore[type-arg]
+    # DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 ("incompatible with pipeline
+    # parallelism"); parameter sharding beside PP is FSDP2 + PP (torchtitan). Llama 3.1 405B
+    # full fine-tuning on B200 nodes once came out as TP=1, PP=2, DP=20, ZeRO-3.
+    for preset, gpu in (
+        ("meta-llama/Llama-3.1-405B", "B200"),
+        ("meta-llama/Llama-3.1-70B", "A100"),
+    ):
+        body = {
+            "model": {"preset": preset},
+            "workload": {
+                "kind": "training",
+                "method": "full",
+                "sequence_length": 4096,
+                "gradient_checkpointing": "full",
+                "tokens": 1e9,
+            },
+            "constraints": {"max_nodes": 12, "gpu_types": [gpu]},
+            "top_k": 10,
+        }
+        response = client.post("/v1/recommendations", json=body)
+        assert response.status_code == 200, response.text
+        recommendations = response.json()["recommendations"]
+        assert recommendations
+        for rec in recommendations:
+            plan = rec["plan"]
+            if plan["pipeline_parallel"] > 1:
+                assert plan["sharding"] in ("none", "zero1", "fsdp"), plan

@@ -96,6 +96,14 @@ Hugging Face PEFT docs, "FSDP + QLoRA" and "DeepSpeed ZeRO-3 + QLoRA"). bitsandb
 Trainer stack, so QLoRA plans keep TP = PP = 1; LoRA over a 16-bit base may use TP."""
 
 
+PIPELINE_SHARDINGS: tuple[Sharding, ...] = ("none", "zero1", "fsdp")
+"""Shardings searched with pipeline parallel > 1. DeepSpeed's ``PipelineEngine`` asserts
+"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism" (ZeRO-1 only), as does
+Megatron-LM's distributed optimizer (ZeRO-1-like); sharding parameters and gradients across
+data-parallel ranks with PP is FSDP2 + PP (torchtitan, "FSDP + TP + PP" 3D parallelism), whose
+memory is ZeRO-3's with one transformer block gathered at a time."""
+
+
 class TrainingPlanner:
     """Training plans for the groups of one request."""
 
@@ -166,12 +174,18 @@ class TrainingPlanner:
         total = gpus_per_node * nodes
         return any(need.total_bytes <= usable for t in widest for _, need in self._sweep(t, total))
 
-    def _stages(self, data_parallel: int) -> tuple[Sharding, ...]:
+    def _stages(self, data_parallel: int, pipeline_parallel: int = 1) -> tuple[Sharding, ...]:
         """ZeRO stages searched: with one data-parallel rank ZeRO shards nothing (only a
-        sharding the workload asks for is kept)."""
-        if data_parallel > 1 or len(self.shardings) == 1:
+        sharding the workload asks for is kept). Beside pipeline parallel the searched stages
+        are :data:`PIPELINE_SHARDINGS` (DeepSpeed's pipeline engine takes ZeRO-1 at most;
+        parameter sharding with PP is FSDP2 + PP as in torchtitan)."""
+        if len(self.shardings) == 1:
             return self.shardings
-        return ("none",)
+        if data_parallel == 1:
+            return ("none",)
+        if pipeline_parallel > 1:
+            return tuple(s for s in PIPELINE_SHARDINGS if s in self.shardings or s == "fsdp")
+        return self.shardings
 
     def _pipeline_degrees(self, t: int, total: int) -> list[int]:
         """PP degrees for TP ``t`` over ``total`` GPUs: the divisors of ``total / t`` (pipeline
@@ -189,7 +203,7 @@ class TrainingPlanner:
             pipeline_parallel=p,
             data_parallel=d,
             expert_parallel=self.space.expert_degrees(d)[-1],
-            sharding=self._stages(d)[-1],
+            sharding=self._stages(d, p)[-1],
             sequence_parallel=t > 1,
         )
 
@@ -251,7 +265,7 @@ class TrainingPlanner:
         for p in self._pipeline_degrees(t, total):
             d = total // (t * p)
             experts = self.space.expert_degrees(d)
-            stages = self._stages(d)
+            stages = self._stages(d, p)
             preferred = ParallelPlan(
                 tensor_parallel=t,
                 pipeline_parallel=p,
