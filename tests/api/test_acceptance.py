@@ -172,7 +172,9 @@ def test_readme_excerpt_is_the_real_answer(client: TestClient) -> None:  # type:
     response = client.post("/v1/recommendations", json=body)
     assert response.status_code == 200, response.text
     without_dots = _excerpt_like(excerpt, excerpt)
-    assert _excerpt_like(excerpt, response.json()) == without_dots
+    assert _excerpt_like(excerpt, response.json()) == without_dots, (
+        "the README excerpt is out of date: run python scripts/readme_excerpt.py"
+    )
 
 
 def test_pipeline_parallel_plans_shard_only_as_real_frameworks_can(client: TestClient) -> None:  # type: ignore[type-arg]

@@ -134,3 +134,20 @@ def test_a_gpu_cloud_with_multi_node_clusters_is_bundled() -> None:
         assert (o.network.fabric, o.network.gbit_per_s) == ("infiniband", 8 * 400)
     # single-GPU presets cannot join a GPU cluster: no cluster network
     assert all(o.network is None for o in offers if o.provider == "nebius" and o.gpu_count == 1)
+
+
+def test_every_offer_has_its_own_identity() -> None:
+    # (provider, instance type, region) names one offer: a /v1/check target or an operator
+    # reading the answer must be able to tell two offers apart. GCP attaches T4, V100, P100
+    # and P4 to N1 machine types, so "n1-highmem-8" alone would name both 2 x T4 and 1 x V100
+    # in one region; the offer is named with what it carries ("n1-highmem-8+T4:2").
+    offers = BundledSource().load().offers
+    keys = [(o.provider, o.instance_type, o.region) for o in offers]
+    assert len(keys) == len(set(keys))
+    n1 = [o for o in offers if o.provider == "gcp" and o.instance_type.startswith("n1-")]
+    assert n1
+    for offer in n1:
+        _host, carried = offer.instance_type.split("+")
+        accelerator, count = carried.split(":")
+        assert int(count) == offer.gpu_count
+        assert accelerator.upper() in offer.gpu.replace("-", "")

@@ -240,7 +240,7 @@ def test_gcp_n1_gpu_uses_cheapest_fitting_n1_host() -> None:
     )
     res = _norm(parse_vms_csv(text, "gcp"))
     (offer,) = res.offers
-    assert offer.instance_type == "n1-highmem-4"
+    assert offer.instance_type == "n1-highmem-4+T4:1"  # the host and what it carries
     assert offer.price_per_hour_usd == pytest.approx(0.24 + 0.35)
 
 

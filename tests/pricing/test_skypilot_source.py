@@ -169,11 +169,13 @@ def test_gcp_prices_are_host_plus_gpu(result: SourceResult) -> None:
     gcp = [o for o in result.offers if o.provider == "gcp"]
     assert len(gcp) > 100
     for o in gcp:
+        # an N1 host carrying attached GPUs is named "<host>+<accelerator>:<count>"
+        machine = o.instance_type.split("+")[0]
         candidates = [
-            host[(z, o.instance_type)] + p
+            host[(z, machine)] + p
             for z in o.zones
             for (az, _name, count), p in acc.items()
-            if az == z and count == o.gpu_count and (z, o.instance_type) in host
+            if az == z and count == o.gpu_count and (z, machine) in host
         ]
         assert any(abs(c - o.price_per_hour_usd) < 1e-6 for c in candidates), o
         assert o.price_per_hour_usd not in host_only_prices

@@ -18,7 +18,10 @@ Per-cloud semantics applied here (each documented in that README):
   (A2/A3/A4/G2, per https://cloud.google.com/compute/docs/gpus and SkyPilot
   ``sky/catalog/gcp_catalog.py``); other accelerators (T4, V100, P100, P4) attach to N1 hosts,
   the cheapest N1 in the zone with at least the vCPUs SkyPilot assigns per GPU count and
-  4 GiB RAM per vCPU (same file). A GPU-family host row that no accelerator row prices is
+  4 GiB RAM per vCPU (same file); such an offer is named ``<host>+<accelerator>:<count>``
+  (``n1-highmem-8+T4:2``, SkyPilot's accelerator spelling), since one N1 machine type carries
+  different GPUs (``gcloud compute instances create --machine-type n1-highmem-8 --accelerator
+  type=nvidia-tesla-t4,count=2``). A GPU-family host row that no accelerator row prices is
   dropped ``gcp_host_without_gpu_price``; an accelerator row with no host in its zone is
   dropped ``gcp_gpu_without_host`` - a host-only or GPU-only price is never an offer.
 """
@@ -245,10 +248,15 @@ def _gcp_rows(rows: list[dict[str, str]], path: str) -> list[RawOffer]:
         _info, size, _total = parse_gpu_info(acc.get("GpuInfo"))
         for host_line, host in chosen:
             paired.add(host_line)
+            host_type = host["InstanceType"]
             out.append(
                 RawOffer(
                     provider="gcp",
-                    instance_type=host["InstanceType"],
+                    instance_type=(
+                        host_type
+                        if name in GCP_GPU_HOSTS
+                        else f"{host_type}+{name}:{count}"  # N1 + attached GPUs
+                    ),
                     region=acc.get("Region", ""),
                     zone=acc.get("AvailabilityZone") or None,
                     accelerator_name=name,
@@ -260,7 +268,7 @@ def _gcp_rows(rows: list[dict[str, str]], path: str) -> list[RawOffer]:
                     spot_price_per_hour_usd=_add(
                         _num(host.get("SpotPrice")), _num(acc.get("SpotPrice"))
                     ),
-                    hints=(host["InstanceType"],),
+                    hints=(host_type,),
                     ref=f"{ref}+{host_line}",
                 )
             )
