@@ -143,11 +143,18 @@ DRIVER_REPORTED_MIB: dict[str, tuple[int, str]] = {
 # replaces a value the spec row gives). spec gpu_id -> (column -> value, citation).
 SOURCE_FILLS: dict[str, tuple[dict[str, str], str]] = {
     "a10g": (
-        {"fp32_tflops": "31.2", "bf16_dense_tflops": "125", "fp16_dense_tflops": "125"},
+        {
+            "fp32_tflops": "31.2",
+            "bf16_dense_tflops": "125",
+            "fp16_dense_tflops": "125",
+            "compute_capability": "8.6",
+        },
         "LIGHT: Lightning-AI/pytorch-lightning src/lightning/fabric/utilities/throughput.py "
         "(commit 0810121f) _CUDA_FLOPS['a10g'] = {float32: 31.2e12, bfloat16: 125e12, "
         "float16: 125e12}, dense (the table halves NVIDIA's sparse figures), citing the A10 "
-        "datasheet a10-datasheet.pdf; TF32 and INT8 not listed there",
+        "datasheet a10-datasheet.pdf; TF32 and INT8 not listed there; compute capability 8.6: "
+        "facebookincubator/AITemplate#279 ('A10G has compute capability 8.6', g5.2xlarge), "
+        "GA102 like the A10 (N-CC: 8.6)",
     ),
 }
 

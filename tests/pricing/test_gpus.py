@@ -171,6 +171,17 @@ def test_a10g_rates_come_from_lightnings_table(gpus: GpuCatalog) -> None:
     assert a10g.tf32_dense_tflops is None
     assert a10g.int8_dense_tops is None
     assert "LIGHT: Lightning-AI/pytorch-lightning" in a10g.source
+    # GA102 like the A10 (NVIDIA's CUDA GPUs list: 8.6); AITemplate#279 reads 8.6 on g5
+    assert a10g.compute_capability == "8.6"
+
+
+def test_every_nvidia_gpu_has_a_compute_capability(gpus: GpuCatalog) -> None:
+    # dtype paths (fp8 and mxfp4 need 8.0+, native FP8 8.9+) are decided by it: a missing
+    # value would let a GPU through, or turn it away, on no evidence
+    missing = [
+        s.id for s in gpus.by_id.values() if s.vendor == "nvidia" and not s.compute_capability
+    ]
+    assert missing == []
 
 
 @pytest.mark.parametrize(
