@@ -94,7 +94,7 @@ def test_query_errors_say_query_and_list_enum_values(client: TestClient) -> None
     # OfferSort in core/offer_query.py: price and price_per_gpu, gpu_memory, gpus; '-' desc.
     assert errors["sort"]["message"] == (
         "Invalid enum value 'cheapest'; use one of: "
-        "-gpu_memory, -price, -price_per_gpu, gpu_memory, gpus, price, price_per_gpu"
+        "-gpu_memory, -gpus, -price, -price_per_gpu, gpu_memory, gpus, price, price_per_gpu"
     )
 
 

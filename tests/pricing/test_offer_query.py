@@ -19,6 +19,7 @@ SORTS: list[OfferSort] = [
     "gpu_memory",
     "-gpu_memory",
     "gpus",
+    "-gpus",
 ]
 GPUS = ["H100-SXM-80GB", "A100-SXM-80GB", "L4-24GB", "T4-16GB", "MI300X-192GB"]
 MEMORY_GIB = {"H100-SXM-80GB": 80, "A100-SXM-80GB": 80, "L4-24GB": 24, "T4-16GB": 16}
@@ -78,7 +79,7 @@ def _plain(offers: list[Offer], q: OfferQuery) -> tuple[int, list[Offer]]:
                 continue
         kept.append(o)
 
-    def key(o: Offer) -> tuple[float, str, str, str]:
+    def key(o: Offer) -> tuple[float, float, str, str, str]:
         field = q.sort.lstrip("-")
         value = {
             "price": o.price_per_hour_usd,
@@ -86,7 +87,9 @@ def _plain(offers: list[Offer], q: OfferQuery) -> tuple[int, list[Offer]]:
             "gpu_memory": float(o.gpu_memory_bytes),
             "gpus": float(o.gpu_count),
         }[field]
-        return (-value if q.sort.startswith("-") else value, o.provider, o.region, o.instance_type)
+        # ties by price (the cheapest of equal GPU counts first), then provider, region, type
+        signed = -value if q.sort.startswith("-") else value
+        return (signed, o.price_per_hour_usd, o.provider, o.region, o.instance_type)
 
     kept.sort(key=key)
     return len(kept), kept[q.offset : q.offset + q.limit]

@@ -30,7 +30,14 @@ from gpu_advisor.core.offers import Offer
 
 GIB = 2**30
 OfferSort = Literal[
-    "price", "-price", "price_per_gpu", "-price_per_gpu", "gpu_memory", "-gpu_memory", "gpus"
+    "price",
+    "-price",
+    "price_per_gpu",
+    "-price_per_gpu",
+    "gpu_memory",
+    "-gpu_memory",
+    "gpus",
+    "-gpus",
 ]
 _BUCKETS = 64
 _ONE = ord("1")
@@ -47,7 +54,7 @@ class OfferQuery(Struct, frozen=True, kw_only=True):
         spot: True keeps only offers with a spot price.
         max_price_per_hour_usd: on-demand price per instance-hour at most this (spot price
             when ``spot`` is True).
-        sort: key, ``-`` for descending; ties by provider, region, instance type.
+        sort: key, ``-`` for descending; ties by price, then provider, region, instance type.
         limit / offset: paging.
     """
 
@@ -142,6 +149,7 @@ _SORT_VALUE: dict[str, Callable[[Offer], float]] = {
     "gpu_memory": lambda o: float(o.gpu_memory_bytes),
     "-gpu_memory": lambda o: -float(o.gpu_memory_bytes),
     "gpus": lambda o: float(o.gpu_count),
+    "-gpus": lambda o: -float(o.gpu_count),
 }
 
 
@@ -172,11 +180,6 @@ class OfferIndex:
         spot = [o.spot_price_per_hour_usd for o in self.offers]
         self._spot_price = _RangeIndex(spot, size)
         self._has_spot = _mask_of([p for p, s in enumerate(spot) if s is not None], size)
-        # Our positions in tie order: every other sort starts from it.
-        position = [0] * size
-        for p, i in enumerate(by_price):
-            position[i] = p
-        self._tied = [position[i] for i in tied]
         self._orders: dict[str, tuple[list[int], list[int]]] = {}
 
     def gpu_ids(self) -> frozenset[str]:
@@ -184,13 +187,15 @@ class OfferIndex:
         return self._by_gpu.values()
 
     def order(self, sort: OfferSort) -> tuple[list[int], list[int]]:
-        """Positions in ``sort`` order (ties by provider, region, instance type) and each
-        position's rank in it; built on first use per sort key, then kept."""
+        """Positions in ``sort`` order (ties by price, then provider, region, instance type:
+        among equal GPU counts or memory the cheapest comes first) and each position's rank
+        in it; built on first use per sort key, then kept."""
         found = self._orders.get(sort)
         if found is None:
             value = _SORT_VALUE[sort]
             values = [value(o) for o in self.offers]
-            order = sorted(self._tied, key=values.__getitem__)  # stable: ties keep tie order
+            # positions are in price order, ties in tie order; the sort is stable
+            order = sorted(range(self._size), key=values.__getitem__)
             rank = [0] * self._size
             for r, p in enumerate(order):
                 rank[p] = r
