@@ -104,6 +104,8 @@ def test_body_limit_comes_from_the_settings() -> None:
         response = client.post("/test/echo", json=body)
         assert response.status_code == 413
         assert response.headers["content-type"].startswith("application/problem+json")
+        [error] = response.json()["errors"]  # what to fix: the body
+        assert error["source"] == "body"
 
 
 def test_rate_limit_is_per_minute_and_spares_probes_and_metrics() -> None:

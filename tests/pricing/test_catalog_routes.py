@@ -122,12 +122,17 @@ async def test_refresh_auth(client: AsyncTestClient[Litestar]) -> None:
     r = await client.post("/v1/catalog/refresh")
     assert r.status_code == 401
     assert r.headers["www-authenticate"] == "Bearer"
+    # every 4xx names what to fix: here the header
+    [error] = r.json()["errors"]
+    assert (error["field"], error["source"]) == ("Authorization", "header")
     assert (
         await client.post("/v1/catalog/refresh", headers={"Authorization": "Basic x"})
     ).status_code == 401
-    assert (
-        await client.post("/v1/catalog/refresh", headers={"Authorization": "Bearer nope"})
-    ).status_code == 403
+    wrong = await client.post("/v1/catalog/refresh", headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 403
+    assert wrong.json()["errors"] == [
+        {"field": "Authorization", "message": "wrong admin token", "source": "header"}
+    ]
     ok = await client.post("/v1/catalog/refresh", headers={"Authorization": "Bearer s3cret"})
     assert ok.status_code == 200
     assert ok.json()["failed"] == {}

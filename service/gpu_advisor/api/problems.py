@@ -15,6 +15,7 @@ from litestar.exceptions import ClientException, HTTPException, ValidationExcept
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import (
     HTTP_404_NOT_FOUND,
+    HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     HTTP_422_UNPROCESSABLE_ENTITY,
     HTTP_429_TOO_MANY_REQUESTS,
     HTTP_500_INTERNAL_SERVER_ERROR,
@@ -124,10 +125,21 @@ def http_exception_handler(
     """
     if type(exc) is ClientException and exc.status_code == 400 and _takes_body(request):
         message = f"not valid JSON: {exc.detail}"
-        errors = [{"field": None, "message": message, "source": "body"}]
-        return _problem(exc.status_code, "validation", "Invalid request", message, errors)
+        not_json = [{"field": None, "message": message, "source": "body"}]
+        return _problem(exc.status_code, "validation", "Invalid request", message, not_json)
+    errors: list[dict[str, Any]] = [
+        {
+            "field": item.get("field"),
+            "message": str(item.get("message", exc.detail)),
+            **({"source": item["source"]} if item.get("source") else {}),
+        }
+        for item in (exc.extra if isinstance(exc.extra, list) else [])
+        if isinstance(item, dict)
+    ]
+    if not errors and exc.status_code == HTTP_413_REQUEST_ENTITY_TOO_LARGE:
+        errors = [{"field": None, "message": str(exc.detail), "source": "body"}]
     body = _problem(
-        exc.status_code, "http-" + str(exc.status_code), str(exc.detail), str(exc.detail), []
+        exc.status_code, "http-" + str(exc.status_code), str(exc.detail), str(exc.detail), errors
     )
     if exc.headers:
         body.headers.update(exc.headers)

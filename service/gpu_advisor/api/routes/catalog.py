@@ -181,6 +181,13 @@ def _bearer(request: Request[Any, Any, Any]) -> str:
         raise NotAuthorizedException(
             detail="refresh needs Authorization: Bearer <admin token>",
             headers={"WWW-Authenticate": "Bearer"},
+            extra=[
+                {
+                    "field": "Authorization",
+                    "source": "header",
+                    "message": "missing or not 'Bearer <admin token>'",
+                }
+            ],
         )
     return token.strip()
 
@@ -204,7 +211,10 @@ async def refresh_catalog(
         raise NotFoundException(detail="catalog refresh is disabled (no admin token configured)")
     token = _bearer(request)
     if not hmac.compare_digest(token.encode(), expected.encode()):
-        raise PermissionDeniedException(detail="wrong admin token")
+        raise PermissionDeniedException(
+            detail="wrong admin token",
+            extra=[{"field": "Authorization", "source": "header", "message": "wrong admin token"}],
+        )
     return await service.refresh(force=force)
 
 
