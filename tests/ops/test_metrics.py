@@ -45,7 +45,7 @@ def test_metrics_expose_http_and_service_series_after_a_few_requests() -> None:
         metrics.cache_error("redis")
         response = client.get("/metrics")
     assert response.status_code == 200
-    assert response.headers["content-type"].startswith("text/plain")
+    assert response.headers["content-type"] == "text/plain; version=1.0.0; charset=utf-8"
     text = response.text
 
     healthz = {"method": "GET", "path": "/healthz", "status_code": "200"}

@@ -109,7 +109,14 @@ def readyz_head(lifecycle: NamedDependency[Lifecycle]) -> Response[None]:
 def metrics_endpoint(metrics: NamedDependency[Metrics]) -> Response[bytes]:
     """Prometheus text exposition (see :mod:`gpu_advisor.metrics`)."""
     body, content_type = metrics.exposition()
-    return Response(body, media_type=content_type)
+    # Litestar appends "; charset=utf-8" to a text/* media type itself: pass it without one
+    # (prometheus_client's CONTENT_TYPE_LATEST carries it already)
+    media_type = "; ".join(
+        part
+        for part in (p.strip() for p in content_type.split(";"))
+        if not part.startswith("charset=")
+    )
+    return Response(body, media_type=media_type)
 
 
 async def log_unexpected(exc: Exception, scope: Scope) -> None:
