@@ -67,7 +67,10 @@ def _delta(before: Metric, after: Metric) -> str:
     diff = b - a
     sign = "+" if diff > 0 else "-"
     if after.unit == "fraction":
-        return f"{sign}{abs(diff) * 100:.0f} points"
+        # the difference of the percentages as shown ("4 %" -> "7 %" is 3 points, whatever
+        # the unrounded fractions were)
+        points = int(f"{b * 100:.0f}") - int(f"{a * 100:.0f}")
+        return f"{'+' if points >= 0 else '-'}{abs(points)} points"
     text = f"{sign}{_fmt(abs(diff), after.unit)}"
     if a:
         text += f" ({diff / a:+.0%})"
