@@ -105,7 +105,13 @@ async def list_offers(
     provider: Annotated[str | None, Parameter(max_length=100)] = None,
     region: Annotated[str | None, Parameter(max_length=200)] = None,
     spot: Annotated[
-        bool | None, Parameter(description="true: only offers with a spot price.")
+        bool | None,
+        Parameter(
+            description=(
+                "true: only offers with a spot price, and max_price_per_hour_usd applies to "
+                "the spot price; false or absent: every offer, on-demand prices."
+            )
+        ),
     ] = None,
     max_price_per_hour_usd: Annotated[
         float | None, Parameter(gt=0, le=1_000_000, description="USD per instance-hour.")
