@@ -131,7 +131,6 @@ class TrainingPlanner:
         self._fits: dict[tuple[int, int, int], list[_Found]] = {}
         self._sweeps: dict[tuple[int, int], _Lazy[tuple[ParallelPlan, MemoryBreakdown]]] = {}
         self._nodes: dict[tuple[int, int, int, float], int | None] = {}
-        self._least: dict[tuple[int, int, int], float] = {}
 
     def tensor_degrees(self, gpus_per_node: int, tp_cap: int) -> list[int]:
         """TP degrees searched (:meth:`SearchSpace.tensor_degrees`; 1 for QLoRA)."""
@@ -171,22 +170,9 @@ class TrainingPlanner:
         holds the least per GPU: it divides weights, gradients, optimizer state and (with
         sequence parallel) activations alike. Shared by groups of any GPU. (Plans that leave
         GPUs idle hold more per GPU than those using them all, so they are not probed.)"""
-        return self._least_need(gpus_per_node, nodes, tp_cap) <= usable
-
-    def _least_need(self, gpus_per_node: int, nodes: int, tp_cap: int) -> float:
-        """The smallest per-GPU requirement of the most-sharded plans at the widest TP on
-        ``nodes`` nodes (inf when none runs); memoised, so every group of any GPU size
-        compares its usable bytes with one number."""
-        key = (gpus_per_node, nodes, tp_cap)
-        found = self._least.get(key)
-        if found is None:
-            widest = self.tensor_degrees(gpus_per_node, tp_cap)[-1:]
-            total = gpus_per_node * nodes
-            found = self._least[key] = min(
-                (float(need.total_bytes) for t in widest for _, need in self._sweep(t, total)),
-                default=math.inf,
-            )
-        return found
+        widest = self.tensor_degrees(gpus_per_node, tp_cap)[-1:]
+        total = gpus_per_node * nodes
+        return any(need.total_bytes <= usable for t in widest for _, need in self._sweep(t, total))
 
     def _stages(self, data_parallel: int, pipeline_parallel: int = 1) -> tuple[Sharding, ...]:
         """ZeRO stages searched: with one data-parallel rank ZeRO shards nothing (only a
