@@ -102,6 +102,12 @@ def speed_text(performance: Performance | None) -> str:
     if performance.time_to_result_hours is not None:
         return f"{hours(performance.time_to_result_hours)} ({rate})"
     if performance.time_to_first_token_seconds is not None:
+        if performance.step_time_seconds == 0:
+            # an encoder-only model decodes nothing: its rate is input tokens encoded
+            return (
+                f"{performance.tokens_per_second:,.0f} input tokens/s encoded; one batch "
+                f"{performance.time_to_first_token_seconds:.2f} s"
+            )
         return f"{rate}; first token {performance.time_to_first_token_seconds:.2f} s"
     return rate
 
