@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import get_args
 
 import pytest
 
@@ -11,16 +12,7 @@ from gpu_advisor.core.offers import Offer
 
 GIB = 2**30
 SEED = 20261130
-SORTS: list[OfferSort] = [
-    "price",
-    "-price",
-    "price_per_gpu",
-    "-price_per_gpu",
-    "gpu_memory",
-    "-gpu_memory",
-    "gpus",
-    "-gpus",
-]
+SORTS: list[OfferSort] = list(get_args(OfferSort))  # every sort the API accepts
 GPUS = ["H100-SXM-80GB", "A100-SXM-80GB", "L4-24GB", "T4-16GB", "MI300X-192GB"]
 MEMORY_GIB = {"H100-SXM-80GB": 80, "A100-SXM-80GB": 80, "L4-24GB": 24, "T4-16GB": 16}
 
