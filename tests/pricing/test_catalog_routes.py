@@ -74,6 +74,8 @@ async def test_offers_other_filters(client: AsyncTestClient[Litestar]) -> None:
     )
     body = r.json()
     assert body["total"] > 0
+    upper = await client.get("/v1/offers", params={"provider": "AWS", "limit": 1})
+    assert upper.status_code == 200  # provider ids compare without case
     for o in body["offers"]:
         assert o["provider"] == "aws"
         assert o["spot_price_per_hour_usd"] is not None
@@ -91,6 +93,7 @@ async def test_offers_other_filters(client: AsyncTestClient[Litestar]) -> None:
         ({"sort": "bogus"}, 400, "sort"),
         ({"gpu": "not-a-gpu"}, 422, "gpu"),
         ({"min_gpus": 8, "max_gpus": 2}, 422, "min_gpus"),
+        ({"provider": "nope"}, 422, "provider"),  # not "no offers": a typo, named
     ],
 )
 async def test_invalid_filters_name_the_parameter(

@@ -186,6 +186,10 @@ class OfferIndex:
         """Upper-case GPU ids present in the catalog."""
         return self._by_gpu.values()
 
+    def providers(self) -> frozenset[str]:
+        """Lower-case provider ids present in the catalog."""
+        return self._by_provider.values()
+
     def order(self, sort: OfferSort) -> tuple[list[int], list[int]]:
         """Positions in ``sort`` order (ties by price, then provider, region, instance type:
         among equal GPU counts or memory the cheapest comes first) and each position's rank

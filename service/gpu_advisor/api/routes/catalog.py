@@ -124,6 +124,8 @@ async def list_offers(
 
     Raises:
         UnknownGpuError: ``gpu`` names no known GPU and no offer's GPU id (422, field ``gpu``).
+        InvalidSpecError: ``provider`` is not in the catalog (422, the providers it has), or
+            ``min_gpus`` exceeds ``max_gpus``.
         ValidationException: a parameter out of range (400, naming it).
     """
     service = _service(state)
@@ -140,6 +142,12 @@ async def list_offers(
             raise UnknownGpuError(
                 f"unknown GPU {gpu!r}; GET /v1/gpus lists the known ids", field="gpu"
             )
+    if provider is not None and provider.lower() not in index.providers():
+        # a typo would otherwise filter to nothing and read as "no offers"
+        known = ", ".join(sorted(index.providers()))
+        raise InvalidSpecError(
+            f"no provider {provider[:100]!r} in the catalog; it has: {known}", field="provider"
+        )
     if min_gpus is not None and max_gpus is not None and min_gpus > max_gpus:
         raise InvalidSpecError("min_gpus is larger than max_gpus", field="min_gpus")
     query = OfferQuery(
