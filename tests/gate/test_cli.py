@@ -251,6 +251,17 @@ def test_baseline_in_json_mode_goes_to_stderr(tmp_path: Path) -> None:
     assert "is not a JSON result of `gpu-advisor check`" in done.stderr.decode()
 
 
+def test_a_baseline_of_another_model_says_so_first(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    run_cli(["check", str(FULL_FINETUNE), "--save-json", str(base)])  # Llama-3.1-70B
+    done = run_cli(["check", str(_serving_spec(tmp_path, 8192)), "--baseline", str(base)])
+    changes = done.stderr.decode()
+    rows = [line for line in changes.splitlines() if "meta-llama/" in line]
+    assert rows, changes
+    assert "meta-llama/Llama-3.1-70B" in rows[0]
+    assert "meta-llama/Llama-3.1-8B" in rows[0]
+
+
 # --- against a live server ---------------------------------------------------------------------
 
 

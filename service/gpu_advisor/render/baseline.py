@@ -165,14 +165,16 @@ def _estimate_metrics(r: EstimateResponse) -> list[Metric]:
 
 
 def headline(response: Response) -> list[Metric]:
-    """The metrics compared between runs."""
+    """The metrics compared between runs; the model first, so a baseline of another model
+    says so in its first row."""
+    model = Metric(name="model", value=response.model.name)
     match response:
         case CheckResponse():
-            return _check_metrics(response)
+            return [model, *_check_metrics(response)]
         case RecommendationResponse():
-            return _recommend_metrics(response)
+            return [model, *_recommend_metrics(response)]
         case EstimateResponse():
-            return _estimate_metrics(response)
+            return [model, *_estimate_metrics(response)]
 
 
 def compare(baseline: Response, current: Response) -> list[Change]:
