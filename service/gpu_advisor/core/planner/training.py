@@ -184,7 +184,7 @@ class TrainingPlanner:
         if data_parallel == 1:
             return ("none",)
         if pipeline_parallel > 1:
-            return tuple(s for s in PIPELINE_SHARDINGS if s in self.shardings or s == "fsdp")
+            return PIPELINE_SHARDINGS  # (QLoRA plans keep PP = 1)
         return self.shardings
 
     def _pipeline_degrees(self, t: int, total: int) -> list[int]:
