@@ -205,3 +205,30 @@ def test_pipeline_parallel_plans_shard_only_as_real_frameworks_can(client: TestC
             plan = rec["plan"]
             if plan["pipeline_parallel"] > 1:
                 assert plan["sharding"] in ("none", "zero1", "fsdp"), plan
+
+
+def test_a_communication_bound_zero3_plan_loses_to_a_pipeline(client: TestClient) -> None:  # type: ignore[type-arg]
+    # DeepSeek-V3 full fine-tuning on H200 nodes. ZeRO-3 over 80 GPUs at TP=8 re-gathers the
+    # 671e9 bf16 parameters every micro-batch: 2 x 2 B x 671e9 / 8 = 335 GB per GPU per 4,096
+    # tokens, some 6.7 s at 400 Gbit/s, against 6 x 37.6e9 active x 4,096 / 8 GPUs /
+    # (989.5e12 x 0.3) = 0.39 s of compute per GPU: MFU about 0.3 x 0.39 / 7.1 = 2 %. A
+    # pipeline that keeps parameters and gradients whole (ZeRO-1 at most) trains the same
+    # tokens near the default MFU.
+    body = {
+        "model": {"preset": "deepseek-ai/DeepSeek-V3"},
+        "workload": {
+            "kind": "training",
+            "method": "full",
+            "sequence_length": 4096,
+            "gradient_checkpointing": "full",
+            "tokens": 1e9,
+        },
+        "constraints": {"max_nodes": 16, "gpu_types": ["H200"]},
+        "top_k": 1,
+    }
+    response = client.post("/v1/recommendations", json=body)
+    assert response.status_code == 200, response.text
+    [best] = response.json()["recommendations"]
+    assert best["plan"]["sharding"] in ("none", "zero1")
+    assert best["plan"]["pipeline_parallel"] > 1
+    assert best["performance"]["mfu"] > 0.15

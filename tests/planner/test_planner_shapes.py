@@ -239,13 +239,15 @@ def test_a_job_that_needs_three_nodes_runs_on_three_not_four() -> None:
         request = make_request(workload, max_nodes=max_nodes)
         [best] = recommend(arch, request, [offer], GPUS, {}, toy_estimate).recommendations
         assert (best.nodes, best.gpus) == (3, 24)
-        # the lowest ZeRO stage that fits on TP=8 x DP=3 is ZeRO-2 (ZeRO-1 keeps 2P/8 of
-        # gradients: 25e9 + 25e9 + 50e9 = 100e9 B alone): weights 2P/8 = 25e9, gradients
-        # 2P/8/3 = 8,333,333,333, AdamW 12P/8/3 = 50e9, activations 2 GiB / 8, 1 GiB
-        assert best.plan.sharding == "zero2"
-        assert (best.plan.tensor_parallel, best.plan.data_parallel) == (8, 3)
-        need = 25 * 10**9 + 8_333_333_333 + 50 * 10**9 + 2 * GIB // 8 + GIB
-        assert best.memory_per_gpu.total_bytes == need == 84_675_510_613
+        # The fastest plan that fits keeps parameters and gradients whole (ZeRO-2/3 talk
+        # every micro-batch): TP=4 x PP=3 x DP=2, ZeRO-1 -- weights and gradients
+        # 2P / 12 = 16,666,666,666 each, AdamW 12P / 12 / 2 = 50e9, activations 2 GiB / 4,
+        # overhead 1 GiB.
+        plan = best.plan
+        assert (plan.tensor_parallel, plan.pipeline_parallel, plan.data_parallel) == (4, 3, 2)
+        assert plan.sharding == "zero1"
+        need = 2 * 16_666_666_666 + 50 * 10**9 + 2 * GIB // 4 + GIB
+        assert best.memory_per_gpu.total_bytes == need == 84_943_946_068
         assert need <= 81_559 * MIB
 
 
