@@ -6,6 +6,8 @@ import pytest
 
 from gpu_advisor.core.offers import ProviderInfo
 from gpu_advisor.core.planner import recommend
+from gpu_advisor.core.planner.report import tight_fit_warning
+from gpu_advisor.core.results import MemoryBreakdown
 from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
 
 from .fixtures import (
@@ -139,10 +141,34 @@ def test_a_plan_leaving_under_5_percent_free_is_warned_about() -> None:
     [warning] = [w for w in rec.warnings if w.code == "tight_memory_fit"]
     assert warning.data["headroom_fraction"] == pytest.approx(1 - need / (81_559 * MIB))
     assert warning.text == (
-        "only 3.7 % of each GPU's memory stays free, less than the 5 % the estimate's accuracy "
-        "calls for (docs/accuracy.md); constraints.min_headroom_fraction requires room"
+        "only 4 % of each GPU's memory stays free, less than the 5 % the estimate's accuracy "
+        "calls for (docs/accuracy.md); set constraints.min_headroom_fraction to 0.05 to require "
+        "that room"
     )
     roomy = make_request(workload, min_headroom_fraction=0.05)
     [rec] = recommend(arch, roomy, [offer], GPUS, {}, toy_estimate).recommendations
     assert rec.nodes == 3
     assert not [w for w in rec.warnings if w.code == "tight_memory_fit"]
+
+
+def test_the_tight_fit_warning_agrees_with_the_headroom_shown() -> None:
+    # the rationale shows headroom rounded to whole percent: 4.9 % reads "5 % headroom", so
+    # it is not warned about as "under 5 %"; 4.4 % reads "4 %" and is
+    def breakdown(headroom: float) -> MemoryBreakdown:
+        capacity = 100 * GIB
+        total = int(capacity * (1 - headroom))
+        return MemoryBreakdown(
+            weights_bytes=total,
+            gradients_bytes=0,
+            optimizer_bytes=0,
+            activations_bytes=0,
+            kv_cache_bytes=0,
+            overhead_bytes=0,
+            total_bytes=total,
+            capacity_bytes=capacity,
+            headroom_fraction=headroom,
+        )
+
+    assert tight_fit_warning(breakdown(0.049)) is None
+    assert tight_fit_warning(breakdown(0.044)) is not None
+    assert tight_fit_warning(breakdown(-0.01)) is None  # does not fit: other reasons say so

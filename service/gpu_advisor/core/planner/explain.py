@@ -152,7 +152,7 @@ def _serving(d: Mapping[str, Any]) -> str:
     else:
         text += f"; first token in {d['time_to_first_token_seconds']:.2f} s"
     if d.get("max_concurrency") is not None:
-        text += f"; holds up to {d['max_concurrency']:,} concurrent sequences"
+        text += f"; holds up to {_plural(d['max_concurrency'], 'concurrent sequence')}"
         if d.get("max_concurrency_per_replica") is not None and replicas > 1:
             text += f" ({d['max_concurrency_per_replica']:,} per replica)"
     return text
@@ -413,9 +413,9 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"kernels at the {d['path']} rate ({d['tflops']:,.0f} TFLOPS)"
     ),
     "tight_memory_fit": lambda d: (
-        f"only {100 * d['headroom_fraction']:.1f} % of each GPU's memory stays free, less "
-        f"than the {100 * d['threshold']:.0f} % the estimate's accuracy calls for "
-        "(docs/accuracy.md); constraints.min_headroom_fraction requires room"
+        f"only {percent(d['headroom_fraction'])} of each GPU's memory stays free, less than "
+        f"the {percent(d['threshold'])} the estimate's accuracy calls for (docs/accuracy.md); "
+        f"set constraints.min_headroom_fraction to {d['threshold']:g} to require that room"
     ),
     "spot_rate_unknown": lambda d: (
         f"{d['provider']} publishes no spot interruption rate: assumed "

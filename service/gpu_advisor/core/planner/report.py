@@ -319,7 +319,8 @@ def tight_fit_warning(memory: MemoryBreakdown) -> Reason | None:
     exposed memory stays free under ``memory`` (a breakdown with its capacity); None when
     more stays free, or when it does not fit at all (other reasons say so)."""
     headroom = memory.headroom_fraction
-    if headroom is None or not 0 <= headroom < TIGHT_HEADROOM_FRACTION:
+    # compared as shown ("5 % headroom" is not warned about as "4.9 %")
+    if headroom is None or headroom < 0 or round(headroom * 100) >= TIGHT_HEADROOM_FRACTION * 100:
         return None
     return Reason(
         code="tight_memory_fit",
