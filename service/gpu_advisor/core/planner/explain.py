@@ -417,6 +417,12 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"the {percent(d['threshold'])} the estimate's accuracy calls for (docs/accuracy.md); "
         f"set constraints.min_headroom_fraction to {d['threshold']:g} to require that room"
     ),
+    "communication_bound": lambda d: (
+        f"communication-bound at {percent(d['mfu'])} MFU: {d['waiting_seconds']:.2f} s of "
+        f"each {d['step_time_seconds']:.2f} s step waits on traffic, "
+        f"{d['compute_seconds']:.2f} s computes -- a larger global_batch_size, fewer "
+        "data-parallel ranks or a pipeline would shorten it"
+    ),
     "spot_rate_unknown": lambda d: (
         f"{d['provider']} publishes no spot interruption rate: assumed "
         f"{d['rate_per_hour']:.3g} per hour"

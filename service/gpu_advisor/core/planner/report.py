@@ -17,7 +17,7 @@ from gpu_advisor.core.planner.cost import (
 )
 from gpu_advisor.core.planner.explain import rendered, summary
 from gpu_advisor.core.planner.markets import Outcome
-from gpu_advisor.core.planner.performance import InferenceEstimate
+from gpu_advisor.core.planner.performance import InferenceEstimate, TrainingEstimate
 from gpu_advisor.core.planner.ranking import Candidates
 from gpu_advisor.core.planner.topology import PlanOption
 from gpu_advisor.core.results import (
@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 MIN_VCPUS_PER_GPU = 4
 """DESIGN "Host side": fewer than about 4 vCPUs per GPU starves data loading and
 tokenisation -- a warning, not a rejection."""
+
+COMMUNICATION_BOUND_FRACTION = 0.5
+"""A training plan whose compute fills under this share of each step spends most of it
+waiting on communication: warned about, with the numbers."""
 
 TIGHT_HEADROOM_FRACTION = 0.05
 """Below this free fraction of a GPU's exposed memory a plan is warned about (not rejected:
@@ -328,6 +332,26 @@ def tight_fit_warning(memory: MemoryBreakdown) -> Reason | None:
     )
 
 
+def communication_bound_warning(training: TrainingEstimate | None) -> Reason | None:
+    """``communication_bound`` when compute fills under
+    :data:`COMMUNICATION_BOUND_FRACTION` of a training step: the rest waits on traffic
+    (exposed gradient / parameter collectives, TP over PCIe)."""
+    if training is None:
+        return None
+    step, compute = training.step_time_seconds, training.compute_seconds
+    if compute >= COMMUNICATION_BOUND_FRACTION * step:
+        return None
+    return Reason(
+        code="communication_bound",
+        data={
+            "mfu": training.mfu,
+            "step_time_seconds": step,
+            "compute_seconds": compute,
+            "waiting_seconds": step - compute,
+        },
+    )
+
+
 def _warnings(ev: Evaluation, offer_i: int, option: PlanOption, spot: bool) -> list[Reason]:
     index = ev.index
     offer = index.offers[offer_i]
@@ -348,6 +372,9 @@ def _warnings(ev: Evaluation, offer_i: int, option: PlanOption, spot: bool) -> l
     tight = tight_fit_warning(option.memory)
     if tight is not None:
         warnings.append(tight)
+    bound = communication_bound_warning(option.training)
+    if bound is not None:
+        warnings.append(bound)
     provider = index.providers.index(offer.provider)
     if spot and ev.spot_rate_unknown[provider]:
         warnings.append(
