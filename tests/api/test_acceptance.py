@@ -265,3 +265,34 @@ def test_a_communication_bound_plan_says_so(client: TestClient) -> None:  # type
     qlora = _post(client, "llama31-8b-qlora")
     for rec in qlora["recommendations"]:
         assert "communication_bound" not in [w["code"] for w in rec["warnings"]]
+
+
+def test_serving_slower_than_reading_speed_is_warned_about(client: TestClient) -> None:  # type: ignore[type-arg]
+    # Llama-3.1-70B in bf16 with 64 sequences: a sequence streams one token per decode step
+    # of its replica's batch. A step reads the weights (141e9 B over the replica's GPUs) and
+    # the KV of 64 x 4,096 tokens x 327,680 B = 86e9 B: over PCIe-linked 48 GB cards it takes
+    # a quarter of a second (4 tokens/s, under the ~5 people read); on NVLinked A100s
+    # (2 TB/s each) well under 0.2 s. The warning stands exactly where 1 / step < 5.
+    body = {
+        "model": {"preset": "meta-llama/Llama-3.1-70B"},
+        "workload": {
+            "kind": "inference",
+            "weight_dtype": "bf16",
+            "context_length": 4096,
+            "concurrency": 64,
+        },
+        "objective": "total_cost",
+        "top_k": 10,
+    }
+    response = client.post("/v1/recommendations", json=body)
+    assert response.status_code == 200, response.text
+    recommendations = response.json()["recommendations"]
+    warned = 0
+    for rec in recommendations:
+        step = rec["performance"]["step_time_seconds"]
+        slow = [w for w in rec["warnings"] if w["code"] == "slow_decode"]
+        assert bool(slow) == (1 / step < 5), rec["summary"]
+        if slow:
+            warned += 1
+            assert slow[0]["data"]["stream_tokens_per_second"] == pytest.approx(1 / step)
+    assert warned > 0  # the cheapest deployments of this workload are slow ones

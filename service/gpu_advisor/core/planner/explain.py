@@ -423,6 +423,12 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"{d['compute_seconds']:.2f} s computes -- a larger global_batch_size, fewer "
         "data-parallel ranks or a pipeline would shorten it"
     ),
+    "slow_decode": lambda d: (
+        f"each sequence streams {d['stream_tokens_per_second']:.1f} tokens/s (one decode step "
+        f"of a {d['batch']:,}-sequence batch takes {d['decode_step_seconds']:.2f} s), slower "
+        f"than people read (~{d['threshold']:g} tokens/s): for interactive use set "
+        "target_tokens_per_second or the cost_per_million_tokens objective"
+    ),
     "spot_rate_unknown": lambda d: (
         f"{d['provider']} publishes no spot interruption rate: assumed "
         f"{d['rate_per_hour']:.3g} per hour"

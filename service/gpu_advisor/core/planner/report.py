@@ -29,7 +29,7 @@ from gpu_advisor.core.results import (
     Recommendation,
     RegionPrice,
 )
-from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
+from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload, Workload
 
 if TYPE_CHECKING:
     from gpu_advisor.core.planner.recommend import Evaluation
@@ -41,6 +41,11 @@ tokenisation -- a warning, not a rejection."""
 COMMUNICATION_BOUND_FRACTION = 0.5
 """A training plan whose compute fills under this share of each step spends most of it
 waiting on communication: warned about, with the numbers."""
+
+READING_TOKENS_PER_SECOND = 5.0
+"""Output tokens per second per sequence below which a serving plan is warned about as slower
+than people read: about 4 English words (5 tokens) a second (Brysbaert 2019, "How many words
+do we read per minute?", J. Memory and Language 109: 238 words per minute silent reading)."""
 
 TIGHT_HEADROOM_FRACTION = 0.05
 """Below this free fraction of a GPU's exposed memory a plan is warned about (not rejected:
@@ -352,6 +357,27 @@ def communication_bound_warning(training: TrainingEstimate | None) -> Reason | N
     )
 
 
+def slow_decode_warning(option: PlanOption, workload: Workload) -> Reason | None:
+    """``slow_decode`` when a sequence streams its output slower than people read
+    (:data:`READING_TOKENS_PER_SECOND`): one token per decode step of its replica's batch.
+    Encoder-only models decode nothing and are not judged."""
+    serving = option.inference
+    if serving is None or not isinstance(workload, InferenceWorkload):
+        return None
+    step = serving.decode_step_seconds
+    if step <= 0 or 1.0 / step >= READING_TOKENS_PER_SECOND:
+        return None
+    return Reason(
+        code="slow_decode",
+        data={
+            "stream_tokens_per_second": 1.0 / step,
+            "decode_step_seconds": step,
+            "batch": serving.batch,
+            "threshold": READING_TOKENS_PER_SECOND,
+        },
+    )
+
+
 def _warnings(ev: Evaluation, offer_i: int, option: PlanOption, spot: bool) -> list[Reason]:
     index = ev.index
     offer = index.offers[offer_i]
@@ -375,6 +401,9 @@ def _warnings(ev: Evaluation, offer_i: int, option: PlanOption, spot: bool) -> l
     bound = communication_bound_warning(option.training)
     if bound is not None:
         warnings.append(bound)
+    slow = slow_decode_warning(option, ev.workload)
+    if slow is not None:
+        warnings.append(slow)
     provider = index.providers.index(offer.provider)
     if spot and ev.spot_rate_unknown[provider]:
         warnings.append(
