@@ -172,3 +172,20 @@ def test_the_tight_fit_warning_agrees_with_the_headroom_shown() -> None:
     assert tight_fit_warning(breakdown(0.049)) is None
     assert tight_fit_warning(breakdown(0.044)) is not None
     assert tight_fit_warning(breakdown(-0.01)) is None  # does not fit: other reasons say so
+
+
+def test_a_roomier_zero_stage_wins_when_it_costs_no_time() -> None:
+    # 14.5e9 params, full fine-tuning on one 8 x H100 node (85,520,809,984 B per GPU):
+    #   ZeRO-1: 2P + 2P + 12P/8 = 5.5P = 79.75e9 B + 2 GiB + 1 GiB = 82,971,225,472 B: fits,
+    #           with 3 % free;
+    #   ZeRO-2: 2P + 2P/8 + 12P/8 = 3.75P = 54.375e9 B + 3 GiB = 57,596,225,472 B: 33 % free.
+    # Both move the same gradient bytes per step (ZeRO section 7.2.1), so they take the same
+    # time: the plan with room is chosen, and no tight-fit warning is needed.
+    arch = make_arch(int(14.5e9), layers=32, hidden=4096, heads=32)
+    workload = TrainingWorkload(tokens=1e8, sequence_length=4096)
+    [best] = recommend(
+        arch, make_request(workload), [make_offer()], GPUS, {}, toy_estimate
+    ).recommendations
+    assert best.plan.sharding == "zero2"
+    assert best.memory_per_gpu.total_bytes == int(3.75 * 14.5e9) + 3 * GIB == 57_596_225_472
+    assert [w.code for w in best.warnings if w.code == "tight_memory_fit"] == []
