@@ -178,6 +178,36 @@ def test_readme_excerpt_is_the_real_answer(client: TestClient) -> None:  # type:
     )
 
 
+def _full_finetune(
+    client: TestClient,  # type: ignore[type-arg]
+    preset: str,
+    gpu: str,
+    *,
+    max_nodes: int,
+    top_k: int,
+    **workload: Any,
+) -> list[dict[str, Any]]:
+    """Recommendations for full fine-tuning of ``preset`` (4,096-token sequences, full
+    recomputation, 1e9 tokens) on ``gpu`` within ``max_nodes``."""
+    body = {
+        "model": {"preset": preset},
+        "workload": {
+            "kind": "training",
+            "method": "full",
+            "sequence_length": 4096,
+            "gradient_checkpointing": "full",
+            "tokens": 1e9,
+            **workload,
+        },
+        "constraints": {"max_nodes": max_nodes, "gpu_types": [gpu]},
+        "top_k": top_k,
+    }
+    response = client.post("/v1/recommendations", json=body)
+    assert response.status_code == 200, response.text
+    found: list[dict[str, Any]] = response.json()["recommendations"]
+    return found
+
+
 def test_pipeline_parallel_plans_shard_only_as_real_frameworks_can(client: TestClient) -> None:  # type: ignore[type-arg]
     # DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 ("incompatible with pipeline
     # parallelism"); parameter sharding beside PP is FSDP2 + PP (torchtitan). Llama 3.1 405B
@@ -186,21 +216,7 @@ def test_pipeline_parallel_plans_shard_only_as_real_frameworks_can(client: TestC
         ("meta-llama/Llama-3.1-405B", "B200"),
         ("meta-llama/Llama-3.1-70B", "A100"),
     ):
-        body = {
-            "model": {"preset": preset},
-            "workload": {
-                "kind": "training",
-                "method": "full",
-                "sequence_length": 4096,
-                "gradient_checkpointing": "full",
-                "tokens": 1e9,
-            },
-            "constraints": {"max_nodes": 12, "gpu_types": [gpu]},
-            "top_k": 10,
-        }
-        response = client.post("/v1/recommendations", json=body)
-        assert response.status_code == 200, response.text
-        recommendations = response.json()["recommendations"]
+        recommendations = _full_finetune(client, preset, gpu, max_nodes=12, top_k=10)
         assert recommendations
         for rec in recommendations:
             plan = rec["plan"]
@@ -215,21 +231,7 @@ def test_a_communication_bound_zero3_plan_loses_to_a_pipeline(client: TestClient
     # (989.5e12 x 0.3) = 0.39 s of compute per GPU: MFU about 0.3 x 0.39 / 7.1 = 2 %. A
     # pipeline that keeps parameters and gradients whole (ZeRO-1 at most) trains the same
     # tokens near the default MFU.
-    body = {
-        "model": {"preset": "deepseek-ai/DeepSeek-V3"},
-        "workload": {
-            "kind": "training",
-            "method": "full",
-            "sequence_length": 4096,
-            "gradient_checkpointing": "full",
-            "tokens": 1e9,
-        },
-        "constraints": {"max_nodes": 16, "gpu_types": ["H200"]},
-        "top_k": 1,
-    }
-    response = client.post("/v1/recommendations", json=body)
-    assert response.status_code == 200, response.text
-    [best] = response.json()["recommendations"]
+    [best] = _full_finetune(client, "deepseek-ai/DeepSeek-V3", "H200", max_nodes=16, top_k=1)
     assert best["plan"]["sharding"] in ("none", "zero1")
     assert best["plan"]["pipeline_parallel"] > 1
     assert best["performance"]["mfu"] > 0.15
@@ -239,22 +241,9 @@ def test_a_communication_bound_plan_says_so(client: TestClient) -> None:  # type
     # The same DeepSeek-V3 job with ZeRO-3 asked for: by the arithmetic above about 0.4 s of
     # compute against several seconds of parameter all-gathers per step -- warned, with the
     # step's split; a QLoRA run on one GPU (no data-parallel traffic) is not.
-    body = {
-        "model": {"preset": "deepseek-ai/DeepSeek-V3"},
-        "workload": {
-            "kind": "training",
-            "method": "full",
-            "sequence_length": 4096,
-            "gradient_checkpointing": "full",
-            "tokens": 1e9,
-            "sharding": "zero3",
-        },
-        "constraints": {"max_nodes": 16, "gpu_types": ["H200"]},
-        "top_k": 1,
-    }
-    response = client.post("/v1/recommendations", json=body)
-    assert response.status_code == 200, response.text
-    [best] = response.json()["recommendations"]
+    [best] = _full_finetune(
+        client, "deepseek-ai/DeepSeek-V3", "H200", max_nodes=16, top_k=1, sharding="zero3"
+    )
     [warning] = [w for w in best["warnings"] if w["code"] == "communication_bound"]
     data = warning["data"]
     assert data["compute_seconds"] < 0.5 * data["step_time_seconds"]

@@ -97,6 +97,19 @@ Hugging Face PEFT docs, "FSDP + QLoRA" and "DeepSpeed ZeRO-3 + QLoRA"). bitsandb
 Trainer stack, so QLoRA plans keep TP = PP = 1; LoRA over a 16-bit base may use TP."""
 
 
+def _plan(t: int, p: int, d: int, e: int, sharding: Sharding) -> ParallelPlan:
+    """A training plan of TP ``t``, PP ``p``, DP ``d``, EP ``e``; sequence parallel wherever
+    there is tensor parallel (Korthikanti et al. 2022: it only saves memory)."""
+    return ParallelPlan(
+        tensor_parallel=t,
+        pipeline_parallel=p,
+        data_parallel=d,
+        expert_parallel=e,
+        sharding=sharding,
+        sequence_parallel=t > 1,
+    )
+
+
 ROOMIER_SLOWDOWN = 0.01
 """A plan that leaves under 5 % of each GPU free gives way to a more sharded one of the same
 shape that leaves the room, if that one is at most this much slower."""
@@ -208,14 +221,7 @@ class TrainingPlanner:
     def _loosest(self, t: int, p: int, total: int) -> ParallelPlan:
         """The most-sharded plan of ``(t, p)``: the widest EP and the last ZeRO stage."""
         d = total // (t * p)
-        return ParallelPlan(
-            tensor_parallel=t,
-            pipeline_parallel=p,
-            data_parallel=d,
-            expert_parallel=self.space.expert_degrees(d)[-1],
-            sharding=self._stages(d, p)[-1],
-            sequence_parallel=t > 1,
-        )
+        return _plan(t, p, d, self.space.expert_degrees(d)[-1], self._stages(d, p)[-1])
 
     def _sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
         """The most-sharded plan of each PP degree for TP ``t`` over ``total`` GPUs, with its
@@ -283,14 +289,7 @@ class TrainingPlanner:
             stages = [s for s in self._stages(d, p) if s not in PARAMETER_SHARDINGS]
             for e in self.space.expert_degrees(d):
                 for stage in stages:
-                    plan = ParallelPlan(
-                        tensor_parallel=t,
-                        pipeline_parallel=p,
-                        data_parallel=d,
-                        expert_parallel=e,
-                        sharding=stage,
-                        sequence_parallel=t > 1,
-                    )
+                    plan = _plan(t, p, d, e, stage)
                     if self._plan_fits(plan, fit):
                         return plan
         return None
@@ -305,14 +304,7 @@ class TrainingPlanner:
             d = total // (t * p)
             experts = self.space.expert_degrees(d)
             stages = self._stages(d, p)
-            preferred = ParallelPlan(
-                tensor_parallel=t,
-                pipeline_parallel=p,
-                data_parallel=d,
-                expert_parallel=experts[0],
-                sharding=stages[0],
-                sequence_parallel=t > 1,
-            )
+            preferred = _plan(t, p, d, experts[0], stages[0])
             need = self.space.memory(preferred)
             if need is not None and fit(nearest.note(preferred, need)):
                 return preferred
@@ -347,17 +339,7 @@ class TrainingPlanner:
         stage between them is found by binary search.
         """
         for e in experts:
-            plans = [
-                ParallelPlan(
-                    tensor_parallel=t,
-                    pipeline_parallel=p,
-                    data_parallel=d,
-                    expert_parallel=e,
-                    sharding=stage,
-                    sequence_parallel=t > 1,
-                )
-                for stage in stages
-            ]
+            plans = [_plan(t, p, d, e, stage) for stage in stages]
             if self._plan_fits(plans[0], fit):
                 return plans[0]
             if not self._plan_fits(plans[-1], fit):
