@@ -112,6 +112,18 @@ def test_unknown_query_parameters_are_rejected_like_unknown_body_fields(
     assert _problem(body_route)["errors"][0]["field"] == "verbose"
 
 
+def test_a_query_parameter_given_twice_is_a_400_naming_it(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    # ?gpu=A100&gpu=H100 would otherwise list H100s only (the last value wins)
+    problem = _problem(client.get("/v1/offers?gpu=A100&gpu=H100&limit=1&limit=2"))
+    assert [(e["field"], e["source"]) for e in problem["errors"]] == [
+        ("gpu", "query"),
+        ("limit", "query"),
+    ]
+    assert client.get("/v1/offers?gpu=A100&limit=1").status_code == 200
+
+
 def test_query_checks_repeat_alike_and_cover_options_requests(
     client: TestClient,  # type: ignore[type-arg]
 ) -> None:

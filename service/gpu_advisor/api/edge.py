@@ -3,7 +3,8 @@ app-level ``before_request`` hook, which runs before the body is parsed -- Lites
 ``HTTPRoute._call_handler_function``).
 
 * Unknown query parameters on ``/v1/`` routes are a 400 naming them, as unknown body fields
-  are (``/v1/offers?min_gpu=8`` must not silently list every offer).
+  are (``/v1/offers?min_gpu=8`` must not silently list every offer); so is a parameter given
+  twice (every one takes a single value).
 * A handler that takes a JSON body gets one: an empty body is a 400 "request body is
   required (JSON object)" (Litestar would report its internal ``KeyError('data')``).
 * A body nested deeper than :data:`~gpu_advisor.nesting.MAX_NESTING_DEPTH` objects/arrays is a
@@ -91,6 +92,20 @@ async def guard_request(request: Request[Any, Any, Any]) -> None:
                     "source": "query",
                 }
                 for name in unknown
+            ]
+        )
+    # every query parameter of the API takes one value: a repeated one is ambiguous
+    # (Litestar would keep the last: ?gpu=A100&gpu=H100 would list H100s only)
+    repeated = sorted(name for name in known if len(request.query_params.getall(name, [])) > 1)
+    if repeated:
+        raise _invalid(
+            [
+                {
+                    "key": name,
+                    "message": "given more than once; it takes one value",
+                    "source": "query",
+                }
+                for name in repeated
             ]
         )
     if "data" not in request.route_handler.parsed_fn_signature.parameters:
