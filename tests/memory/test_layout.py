@@ -86,7 +86,7 @@ def test_every_stage_counts_where_layers_differ():
     ],
 )
 @pytest.mark.parametrize("pp", [5, 16, 32, 64])
-def test_skipping_alike_stages_keeps_the_breakdown(workload, pp, monkeypatch):
+def test_evaluating_only_the_heaviest_stages_keeps_the_breakdown(workload, pp, monkeypatch):
     a = arch("meta-llama--Llama-3.1-70B")
     plan = ParallelPlan(tensor_parallel=2, pipeline_parallel=pp, data_parallel=2)
     fast = estimate_memory(a, workload, plan, capacity_bytes=80 * 2**30)
