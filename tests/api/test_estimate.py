@@ -352,3 +352,27 @@ def test_min_gpus_fills_eight_gpu_nodes_before_adding_nodes(
     # H100 (79.6 GiB): 8 hold 141e9 B (too much), 16 hold 70.5e9 B (65.7 GiB): two nodes.
     assert (by_gpu["B200-180GB"]["min_gpus"], by_gpu["B200-180GB"]["nodes"]) == (8, 1)
     assert (by_gpu["H100-SXM-80GB"]["min_gpus"], by_gpu["H100-SXM-80GB"]["nodes"]) == (16, 2)
+
+
+def test_an_explicit_plan_gets_the_same_warnings_as_a_chosen_one(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    # DeepSeek-V3 with ZeRO-3 over 10 x 8 H200 at TP=8 (tests/api/test_acceptance.py has the
+    # arithmetic: ~0.4 s of compute against seconds of parameter all-gathers per step): the
+    # plan the caller names is warned about as the planner's own would be.
+    body = {
+        "model": {"preset": "deepseek-ai/DeepSeek-V3"},
+        "workload": {
+            "kind": "training",
+            "method": "full",
+            "sequence_length": 4096,
+            "gradient_checkpointing": "full",
+            "tokens": 1e9,
+        },
+        "hardware": {"gpu": "H200", "gpu_count": 8, "nodes": 10},
+        "plan": {"tensor_parallel": 8, "data_parallel": 10, "sharding": "zero3"},
+    }
+    result = _estimate(client, body)
+    assert result["fits"] is True
+    [bound] = [n for n in result["notes"] if n["code"] == "communication_bound"]
+    assert bound["data"]["compute_seconds"] < 0.5 * bound["data"]["step_time_seconds"]

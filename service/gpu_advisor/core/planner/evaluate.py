@@ -42,8 +42,10 @@ from gpu_advisor.core.planner.performance import (
     sequences_per_replica,
 )
 from gpu_advisor.core.planner.report import (
+    communication_bound_warning,
     serving_performance,
     serving_speed,
+    slow_decode_warning,
     tight_fit_warning,
 )
 from gpu_advisor.core.planner.serving import context_limit_reason
@@ -213,6 +215,9 @@ def evaluate_plan(
                     },
                 )
             )
+            bound = communication_bound_warning(training)
+            if bound is not None:
+                notes.append(bound)
         case InferenceWorkload():
             replica_gpus = plan.tensor_parallel * plan.pipeline_parallel
             replica_nodes = max(1, -(-replica_gpus // gpus_per_node))
@@ -242,4 +247,7 @@ def evaluate_plan(
             total = deployment_tokens_per_second(rate, workload.concurrency, plan.data_parallel)
             performance = serving_performance(replica, plan.data_parallel, total)
             notes.append(serving_speed(performance, workload, arch.encoder_only))
+            slow = slow_decode_warning(replica)
+            if slow is not None:
+                notes.append(slow)
     return PlanEvaluation(fits=True, performance=performance, notes=[rendered(r) for r in notes])

@@ -29,7 +29,7 @@ from gpu_advisor.core.results import (
     Recommendation,
     RegionPrice,
 )
-from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload, Workload
+from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
 
 if TYPE_CHECKING:
     from gpu_advisor.core.planner.recommend import Evaluation
@@ -357,12 +357,11 @@ def communication_bound_warning(training: TrainingEstimate | None) -> Reason | N
     )
 
 
-def slow_decode_warning(option: PlanOption, workload: Workload) -> Reason | None:
+def slow_decode_warning(serving: InferenceEstimate | None) -> Reason | None:
     """``slow_decode`` when a sequence streams its output slower than people read
     (:data:`READING_TOKENS_PER_SECOND`): one token per decode step of its replica's batch.
     Encoder-only models decode nothing and are not judged."""
-    serving = option.inference
-    if serving is None or not isinstance(workload, InferenceWorkload):
+    if serving is None:
         return None
     step = serving.decode_step_seconds
     if step <= 0 or 1.0 / step >= READING_TOKENS_PER_SECOND:
@@ -401,7 +400,7 @@ def _warnings(ev: Evaluation, offer_i: int, option: PlanOption, spot: bool) -> l
     bound = communication_bound_warning(option.training)
     if bound is not None:
         warnings.append(bound)
-    slow = slow_decode_warning(option, ev.workload)
+    slow = slow_decode_warning(option.inference)
     if slow is not None:
         warnings.append(slow)
     provider = index.providers.index(offer.provider)
