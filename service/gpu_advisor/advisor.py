@@ -329,6 +329,7 @@ class Advisor:
             self.gpus.by_id,
             self.providers,
             WorkloadEstimator(arch, request.workload),
+            capacity_rule=MEMORY_CAPACITY_RULE,
         )
         answer = CheckResponse(
             verdict=outcome.verdict,

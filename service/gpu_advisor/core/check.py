@@ -45,6 +45,7 @@ from gpu_advisor.core.errors import InvalidSpecError
 from gpu_advisor.core.gpus import GpuSpec
 from gpu_advisor.core.offers import Offer, ProviderInfo
 from gpu_advisor.core.planner import (
+    CapacityRule,
     MemoryEstimator,
     RecommendationIndex,
     RecommendationResult,
@@ -133,8 +134,10 @@ class _Planner:
         gpus: Mapping[str, GpuSpec],
         providers: Mapping[str, ProviderInfo],
         estimate: MemoryEstimator,
+        capacity_rule: CapacityRule | None = None,
     ) -> None:
         self.arch = arch
+        self.capacity_rule = capacity_rule
         self.request = request
         self.target = target
         self.gpus = gpus
@@ -150,7 +153,15 @@ class _Planner:
             objective="total_cost",
             top_k=1,
         )
-        return recommend(self.arch, ask, self.offers, self.gpus, self.providers, self.estimate)
+        return recommend(
+            self.arch,
+            ask,
+            self.offers,
+            self.gpus,
+            self.providers,
+            self.estimate,
+            capacity_rule=self.capacity_rule,
+        )
 
 
 def _plan_data(rec: Recommendation) -> dict[str, Any]:
@@ -187,6 +198,8 @@ def evaluate_check(
     gpus: Mapping[str, GpuSpec],
     providers: Mapping[str, ProviderInfo],
     estimate: MemoryEstimator,
+    *,
+    capacity_rule: CapacityRule | None = None,
 ) -> CheckOutcome:
     """Run the gate (see the module docstring).
 
@@ -198,6 +211,9 @@ def evaluate_check(
         gpus: the GPU table by canonical id.
         providers: billing and spot facts by provider id.
         estimate: the memory estimator (``gpu_advisor.core.memory.estimate_memory``).
+        capacity_rule: how ``estimate`` depends on the GPU's capacity
+            (:data:`~gpu_advisor.core.planner.MEMORY_CAPACITY_RULE` for the real estimator),
+            passed to every planner run as :func:`~gpu_advisor.core.planner.recommend` takes it.
 
     Raises:
         InvalidSpecError: the workload cannot be planned (a bad LoRA target, dtype...).
@@ -210,7 +226,7 @@ def evaluate_check(
             catalog.offers if isinstance(catalog, RecommendationIndex) else catalog
         )
         target = msgspec.structs.replace(target, offers=with_exposed(target.offers, known))
-    planner = _Planner(arch, request, target, gpus, providers, estimate)
+    planner = _Planner(arch, request, target, gpus, providers, estimate, capacity_rule)
     base = Constraints(max_nodes=target.info.max_nodes, spot="forbid")
     first = planner.run(base)
     if first.recommendations:
@@ -223,7 +239,9 @@ def evaluate_check(
     alternative: Recommendation | None = None
     found: list[Suggestion] = []
     if verdict == "fail":
-        alternative, found = _alternative(arch, request, catalog, gpus, providers, estimate)
+        alternative, found = _alternative(
+            arch, request, catalog, gpus, providers, estimate, capacity_rule
+        )
         # a lighter workload that fits the target itself comes first (recompute activations
         # before buying nodes): the planner's workload suggestions on the target
         lighter = [s for s in first.suggestions if s.code in WORKLOAD_SUGGESTIONS]
@@ -376,6 +394,7 @@ def _alternative(
     gpus: Mapping[str, GpuSpec],
     providers: Mapping[str, ProviderInfo],
     estimate: MemoryEstimator,
+    capacity_rule: CapacityRule | None,
 ) -> tuple[Recommendation | None, list[Suggestion]]:
     """The cheapest option in the catalog meeting the same headroom, deadline and budget."""
     ask = RecommendationRequest(
@@ -390,7 +409,7 @@ def _alternative(
         objective="total_cost",
         top_k=1,
     )
-    result = recommend(arch, ask, catalog, gpus, providers, estimate)
+    result = recommend(arch, ask, catalog, gpus, providers, estimate, capacity_rule=capacity_rule)
     if result.recommendations:
         return result.recommendations[0], []
     return None, result.suggestions
