@@ -287,7 +287,11 @@ class TrainingPlanner:
         for p in self._pipeline_degrees(t, total):
             d = total // (t * p)
             stages = [s for s in self._stages(d, p) if s not in PARAMETER_SHARDINGS]
-            for e in self.space.expert_degrees(d):
+            experts = self.space.expert_degrees(d)
+            # the loosest such plan first: when it does not fit, none of this degree does
+            if not stages or not self._plan_fits(_plan(t, p, d, experts[-1], stages[-1]), fit):
+                continue
+            for e in experts:
                 for stage in stages:
                     plan = _plan(t, p, d, e, stage)
                     if self._plan_fits(plan, fit):
