@@ -153,7 +153,7 @@ class TrainingPlanner:
         # compares alike with every requirement the search asked about.
         self._fits: dict[tuple[int, int, int], list[_Found]] = {}
         self._sweeps: dict[tuple[int, int], _Lazy[tuple[ParallelPlan, MemoryBreakdown]]] = {}
-        self._nodes: dict[tuple[int, int, int, float], int | None] = {}
+        self._nodes: dict[tuple[int, int, int], list[tuple[float, float, int | None]]] = {}
 
     def tensor_degrees(self, gpus_per_node: int, tp_cap: int) -> list[int]:
         """TP degrees searched (:meth:`SearchSpace.tensor_degrees`; 1 for QLoRA)."""
@@ -187,15 +187,33 @@ class TrainingPlanner:
         nearest.merge(found.nearest)
         return found.plans
 
-    def fits_somewhere(self, gpus_per_node: int, nodes: int, tp_cap: int, usable: float) -> bool:
+    def fits_somewhere(self, gpus_per_node: int, nodes: int, tp_cap: int, fit: _Fit) -> bool:
         """Whether a most-sharded plan of ``nodes`` nodes at the widest TP degree fits
-        ``usable`` bytes (enough to explain a rejection: "needs 4 nodes ..."). The widest TP
-        holds the least per GPU: it divides weights, gradients, optimizer state and (with
-        sequence parallel) activations alike. Shared by groups of any GPU. (Plans that leave
-        GPUs idle hold more per GPU than those using them all, so they are not probed.)"""
+        (``fit``: the test against the group's usable bytes; enough to explain a rejection:
+        "needs 4 nodes ..."). The widest TP holds the least per GPU: it divides weights,
+        gradients, optimizer state and (with sequence parallel) activations alike. (Plans that
+        leave GPUs idle hold more per GPU than those using them all, so they are not
+        probed.)"""
         widest = self.tensor_degrees(gpus_per_node, tp_cap)[-1:]
         total = gpus_per_node * nodes
-        return any(need.total_bytes <= usable for t in widest for _, need in self._sweep(t, total))
+        return any(fit(need.total_bytes) for t in widest for _, need in self._sweep(t, total))
+
+    def fewest_nodes(
+        self, gpus_per_node: int, tp_cap: int, max_nodes: int, usable: float
+    ) -> int | None:
+        """The fewest nodes (up to ``max_nodes``) on which :meth:`fits_somewhere` holds, or
+        None. Shared by every group of the GPU count whose usable bytes compare alike with
+        each requirement the search asked about (as :meth:`first_fits`)."""
+        searches = self._nodes.setdefault((gpus_per_node, tp_cap, max_nodes), [])
+        for low, high, nodes in searches:
+            if low <= usable < high:
+                return nodes
+        fit = _Fit(usable)
+        nodes = smallest_fitting_count(
+            lambda n: self.fits_somewhere(gpus_per_node, n, tp_cap, fit), max_nodes
+        )
+        searches.append((fit.low, fit.high, nodes))
+        return nodes
 
     def _stages(self, data_parallel: int, pipeline_parallel: int = 1) -> tuple[Sharding, ...]:
         """ZeRO stages searched: with one data-parallel rank ZeRO shards nothing (only a
@@ -502,11 +520,6 @@ class TrainingPlanner:
             return GroupVerdict(options=tuple(options))
 
         def fits_on(tp_cap: int, max_nodes: int) -> int | None:
-            key = (g, tp_cap, max_nodes, ctx.usable_bytes)  # shared by groups of one GPU size
-            if key not in self._nodes:
-                self._nodes[key] = smallest_fitting_count(
-                    lambda n: self.fits_somewhere(g, n, tp_cap, ctx.usable_bytes), max_nodes
-                )
-            return self._nodes[key]
+            return self.fewest_nodes(g, tp_cap, max_nodes, ctx.usable_bytes)
 
         return GroupVerdict(rejection=self.space.no_fit_reason(ctx, fits_on, nearest))
