@@ -1,7 +1,7 @@
 """Time ``recommend`` in process over a 50,000-offer catalog built from a seed.
 
     python bench/bench_recommend.py [--offers 50000] [--seed 7] [--repeat 20]
-        [--catalog synthetic|bundled] [--memory real|stand-in]
+        [--catalog synthetic|bundled] [--memory real|stand-in] [--no-keep-heap]
 
 ``--catalog synthetic`` (default) draws the offers, seeded, from the bundled snapshot
 (``gpu_advisor/data/offers.csv``): each synthetic offer copies a real one (GPU, count,
@@ -11,6 +11,10 @@ the snapshot as it is. The GPU table, provider facts and model presets are the b
 the memory estimator is a ``gpu_advisor.core.memory.WorkloadEstimator`` per request, as the
 service runs it (``--memory plain``: ``estimate_memory`` for every plan; ``--memory stand-in``:
 an estimator that costs almost nothing).
+
+The process keeps its C heap between requests as the service does
+(:func:`gpu_advisor.allocator.keep_heap`, ``GPU_ADVISOR_KEEP_HEAP``); ``--no-keep-heap`` measures
+with glibc's defaults.
 
 Reports the index build (once per catalog version, outside the request) and, per workload,
 the median / p95 time of one ``recommend`` call with the estimator's share.
@@ -33,6 +37,7 @@ from msgspec import structs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
 
+from gpu_advisor.allocator import keep_heap as tune_allocator
 from gpu_advisor.catalog.gpu_table import load_gpu_catalog
 from gpu_advisor.catalog.offers_csv import decode_offers_csv
 from gpu_advisor.catalog.reference import load_providers
@@ -191,10 +196,12 @@ def main(
     repeat: int = 20,
     catalog: str = "synthetic",
     memory: str = "real",
+    keep_heap: bool = True,
 ) -> None:
     """``--catalog synthetic|bundled``; ``--memory real|plain|stand-in``: ``real`` is what the
     service runs (a ``WorkloadEstimator`` per request), ``plain`` calls ``estimate_memory``
     for every plan, the stand-in costs almost nothing (the timing is the planner's own)."""
+    kept = keep_heap and tune_allocator()
     catalog_offers = (
         list(bundled_offers()) if catalog == "bundled" else synthetic_catalog(offers, seed)
     )
@@ -211,6 +218,7 @@ def main(
     print(f"index build (once per catalog version): {built * 1e3:.1f} ms")
     _, estimator_name = estimator(memory, stand_in_arch(), InferenceWorkload())
     print(f"estimator: {estimator_name}")
+    print(f"C heap kept between requests (as the service): {'yes' if kept else 'no'}")
     for name, request in cases():
         arch = resolve_model(request.model)
         times: list[float] = []

@@ -12,9 +12,11 @@ import os
 import sys
 from collections.abc import Mapping
 
+import structlog
 from litestar import Litestar
 
 from gpu_advisor.advisor import Advisor
+from gpu_advisor.allocator import keep_heap
 from gpu_advisor.api.app import create_app
 from gpu_advisor.api.routes.catalog import CATALOG_ROUTES
 from gpu_advisor.api.routes.models import MODEL_ROUTES
@@ -51,6 +53,8 @@ def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Lites
     """Wire the application for ``settings``: logging, metrics, services, routes."""
     environ = os.environ if environ is None else environ
     configure_logging(settings.log_level, settings.log_format)
+    if settings.keep_heap and not keep_heap():
+        structlog.get_logger("gpu_advisor").info("allocator.defaults", reason="no glibc mallopt")
     metrics = Metrics(multiprocess_mode=bool(environ.get(MULTIPROC_VARIABLE)))
     catalog, advisor = build_advisor(settings, observer=metrics)
     return create_app(

@@ -72,6 +72,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     max_request_body_bytes: Annotated[int, Meta(ge=1024, le=100 * 2**20)] = 2**20
     rate_limit_per_minute: Annotated[int, Meta(ge=0, le=1_000_000)] = 600
     answer_cache_entries: Annotated[int, Meta(ge=0, le=100_000)] = 256
+    keep_heap: bool = True
     cors_allow_origins: tuple[str, ...] = ()
     forwarded_allow_ips: str = "127.0.0.1"
     shutdown_timeout_seconds: Annotated[int, Meta(ge=1, le=600)] = 20
@@ -223,6 +224,10 @@ VARIABLES: Final[tuple[Variable, ...]] = (
         "Answers kept per process for repeated requests (same body, same catalog); 0: off.",
     ),
     _var(
+        "keep_heap",
+        "Keep freed C heap between requests (glibc mallopt; true/false): fewer page faults.",
+    ),
+    _var(
         "cors_allow_origins",
         "Origins allowed by CORS, comma-separated ('*' for any). Unset: CORS off.",
         is_list=True,
@@ -245,6 +250,8 @@ def default_text(variable: Variable) -> str:
         return "(unset)"
     if isinstance(value, tuple):
         return ",".join(str(item) for item in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
     return str(value)
 
 
