@@ -54,6 +54,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_recommend import bundled_offers, cases  # noqa: E402
 from gpu_advisor.advisor import Advisor  # noqa: E402
+from gpu_advisor.allocator import keep_heap  # noqa: E402
 from gpu_advisor.catalog.service import CatalogService  # noqa: E402
 from gpu_advisor.core.offers import Offer  # noqa: E402
 from gpu_advisor.core.spec import RecommendationRequest  # noqa: E402
@@ -380,6 +381,9 @@ def main(
             # by default) would answer 429 after the first 600 requests
             "GPU_ADVISOR_RATE_LIMIT_PER_MINUTE": "0",
         }
+        # the process keeps its C heap between requests, as the served app does by default
+        # (GPU_ADVISOR_KEEP_HEAP)
+        keep_heap()
         local = asyncio.run(in_process(env, payloads, duration))
         print(
             f"catalog: bundled + skypilot + {offers:,} synthetic table rows (seed {seed}) = "
