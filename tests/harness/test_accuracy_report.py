@@ -4,25 +4,19 @@ cannot drift from the estimator. Slow: it runs accelerate's estimator on the loc
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
+
+from ..bench_scripts import load_bench_script
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
 def test_committed_accuracy_report_is_current():
-    path = REPO_ROOT / "bench" / "accuracy_report.py"
-    spec = importlib.util.spec_from_file_location("accuracy_report", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(path)
-    report = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = report
-    spec.loader.exec_module(report)
+    report = load_bench_script("accuracy_report")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         text = report.render(report.published_rows(), report.bug_rows(), report.harness_rows(True))

@@ -9,27 +9,20 @@ Runs bench/harness_memory.py's measurement (torch 2.13.0 CPU + transformers + pe
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from ..bench_scripts import load_bench_script
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _harness() -> ModuleType:
-    path = REPO_ROOT / "bench" / "harness_memory.py"
-    spec = importlib.util.spec_from_file_location("harness_memory", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("harness_memory")
 
 
 @pytest.fixture(scope="module")

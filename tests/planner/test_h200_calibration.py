@@ -14,11 +14,8 @@ happened, so nothing here compares predictions with measured speed or memory.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -28,24 +25,14 @@ from gpu_advisor.core.models.resolve import resolve_model
 from gpu_advisor.core.planner.flops import prefill_flops, training_flops_per_token
 from gpu_advisor.core.spec import ModelSpec, TrainingWorkload
 
+from ..bench_scripts import load_bench_script
 from ..shared_data import HF_CONFIGS_DIR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load(name: str) -> ModuleType:
-    path = REPO_ROOT / "bench" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-SCRIPT = _load("gpu_calibration")
-REPORT = _load("gpu_calibration_report")
+SCRIPT = load_bench_script("gpu_calibration")
+REPORT = load_bench_script("gpu_calibration_report")
 PLANNED = [
     {k: v for k, v in spec.items() if not k.startswith("_")}
     for spec in SCRIPT.TRAINING_PLAN + SCRIPT.TRAINING_8B + SCRIPT.TRAINING_EXTRA
