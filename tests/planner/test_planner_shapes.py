@@ -262,3 +262,22 @@ def test_time_to_result_reaches_max_nodes_when_it_is_not_a_power_of_two() -> Non
     request = make_request(workload, max_nodes=12, objective="time_to_result")
     [best] = recommend(arch, request, [offer], GPUS, {}, toy_estimate).recommendations
     assert (best.nodes, best.gpus) == (12, 96)
+
+
+def test_groups_of_one_gpu_count_each_get_their_own_nodes_needed() -> None:
+    # The "needs N nodes" probe is shared by groups of one GPU count only where their usable
+    # bytes compare alike with every requirement it asked. 100e9 params, ZeRO-3 at TP=8:
+    # 16 x 100e9 / (8 n) + 2 GiB / 8 + 1 GiB = 200e9 / n + 1,342,177,280 B per GPU.
+    #   H100 (85,520,809,984 B exposed): n = 2 -> 101.3e9 no, n = 3 -> 68.0e9 fits: 3 nodes.
+    #   A100 reporting 40 GiB (42,949,672,960 B): n = 4 -> 51.3e9 no, n = 5 -> 41.3e9: 5.
+    arch = make_arch(100 * 10**9, layers=80, hidden=8192, heads=64)
+    workload = TrainingWorkload(tokens=1e9, sequence_length=4096)
+    offers = [
+        make_offer("H100-SXM-80GB"),
+        make_offer("A100-SXM-80GB", exposed=40 * GIB),
+    ]
+    result = recommend(arch, make_request(workload), offers, GPUS, {}, toy_estimate)
+
+    needed = {g.data["gpu"]: g.data["nodes_needed"] for g in result.rejected}
+    assert {g.code for g in result.rejected} == {"no_cluster_network"}
+    assert needed == {"H100-SXM-80GB": 3, "A100-SXM-80GB": 5}
