@@ -12,7 +12,6 @@ import os
 import sys
 from collections.abc import Mapping
 
-import structlog
 from litestar import Litestar
 
 from gpu_advisor.advisor import Advisor
@@ -22,7 +21,7 @@ from gpu_advisor.api.routes.catalog import CATALOG_ROUTES
 from gpu_advisor.api.routes.models import MODEL_ROUTES
 from gpu_advisor.api.routes.planning import PLANNING_ROUTES
 from gpu_advisor.catalog.service import CatalogService
-from gpu_advisor.logs import configure_logging
+from gpu_advisor.logs import configure_logging, get_logger
 from gpu_advisor.metrics import Metrics
 from gpu_advisor.observer import CatalogObserver
 from gpu_advisor.settings import Settings, SettingsError
@@ -54,7 +53,7 @@ def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Lites
     environ = os.environ if environ is None else environ
     configure_logging(settings.log_level, settings.log_format)
     if settings.keep_heap and not keep_heap():
-        structlog.get_logger("gpu_advisor").info("allocator.defaults", reason="no glibc mallopt")
+        get_logger("gpu_advisor.app").info("allocator.defaults", reason="no glibc mallopt")
     metrics = Metrics(multiprocess_mode=bool(environ.get(MULTIPROC_VARIABLE)))
     catalog, advisor = build_advisor(settings, observer=metrics)
     return create_app(
