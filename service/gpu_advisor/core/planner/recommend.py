@@ -176,6 +176,7 @@ class Evaluation:
         self.verdicts: list[GroupVerdict | None] = [None] * len(index.groups)
         self._computes: dict[str, ComputePath | GroupVerdict] = {}
         self.filter_code = self._filter_codes()
+        self.filtered = bool(self.filter_code.any())
         rates, unknown = self._spot_rates()
         self.spot_rate_by_provider = rates
         self.spot_rate_unknown = unknown
@@ -364,7 +365,10 @@ class Evaluation:
             table=table,
             classes=classes,
             offer_class=index.class_of[priced],
-            price_per_hour_usd=np.nan_to_num(price, nan=np.inf),
+            # (a gathered copy: NaN -- no spot price -- becomes inf in place)
+            price_per_hour_usd=np.nan_to_num(price, nan=np.inf, copy=False)
+            if market == "spot"
+            else price,
             constraints=self.request.constraints,
             objective=self.request.objective,
         )
@@ -376,7 +380,7 @@ class Evaluation:
         table = self._option_table()
         structural = self._structural_codes()
         priced_mask = structural == 0
-        if not all_markets:
+        if not all_markets and self.filtered:
             priced_mask &= self.filter_code == 0
         priced = np.flatnonzero(priced_mask)
         classes = PricingClasses(
@@ -393,18 +397,23 @@ class Evaluation:
         codes: dict[str, NDArray[np.intp]] = {}
         unfiltered: dict[str, NDArray[np.intp]] = {}
         for market, result in results.items():
-            code = np.where(structural > 0, structural, 0)
+            code = np.maximum(structural, 0)  # -1 (group not planned) reads as 0
             numeric = np.maximum(result.code, 1) - 1  # index into NUMERIC_CODES
             code[priced] = np.where(result.feasible, 0, CODE["over_max_price"] + numeric)
             if market == "spot":
                 no_spot = np.isnan(index.spot_price_per_hour_usd)
                 code = np.where(no_spot, CODE["spot_unavailable"], code)
             unfiltered[market] = code
-            codes[market] = np.where(self.filter_code > 0, self.filter_code, code)
-        feasible_any = np.zeros(len(index), dtype=bool)
-        for market in self.markets():
-            feasible_any |= codes[market] == 0
-        final = np.where(feasible_any, 0, codes[primary])
+            codes[market] = (
+                np.where(self.filter_code > 0, self.filter_code, code) if self.filtered else code
+            )
+        allowed = self.markets()
+        final = codes[primary]  # one market: its code is 0 exactly where it is feasible
+        if len(allowed) > 1:
+            feasible_any = np.zeros(len(index), dtype=bool)
+            for market in allowed:
+                feasible_any |= codes[market] == 0
+            final = np.where(feasible_any, 0, final)
         return Outcome(
             priced=priced,
             results=results,
