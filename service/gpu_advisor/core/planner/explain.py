@@ -562,5 +562,6 @@ def rendered(reason: Reason) -> Reason:
 
 
 def summary(reasons: list[Reason]) -> str:
-    """The rationale as one sentence: the parts joined with semicolons."""
-    return "; ".join(render(r) for r in reasons)
+    """The rationale as one sentence: the parts joined with semicolons (a reason's ``text``
+    where :func:`rendered` filled it in, else rendered here)."""
+    return "; ".join(r.text or render(r) for r in reasons)

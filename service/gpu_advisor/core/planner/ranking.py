@@ -178,8 +178,8 @@ def _nan_last(values: FloatArray) -> FloatArray:
 def _ordered(
     positions: NDArray[np.intp], key: FloatArray, candidates: Candidates
 ) -> NDArray[np.intp]:
-    """``positions`` in rank order: ``key`` (NaN already last), then the tie-breaks of the
-    module docstring."""
+    """``positions`` in rank order: ``key`` (the primary value at each of ``positions``, NaN
+    already last), then the tie-breaks of the module docstring."""
     return positions[
         np.lexsort(
             (
@@ -189,7 +189,7 @@ def _ordered(
                 _nan_last(candidates.take("total_usd", positions)),
                 candidates.take("gpus", positions),
                 candidates.take("nodes", positions),
-                key[positions],
+                key,
             )
         )
     ]
@@ -215,7 +215,7 @@ def top_k(primary: FloatArray, candidates: Candidates, k: int) -> list[int]:
         return []
     key = _nan_last(primary)
     pool = _smallest(key, np.arange(n), k)
-    return [int(i) for i in _ordered(pool, key, candidates)[:k]]
+    return [int(i) for i in _ordered(pool, key[pool], candidates)[:k]]
 
 
 def top_choices(primary: FloatArray, candidates: Candidates, k: int) -> list[int]:
@@ -238,7 +238,7 @@ def top_choices(primary: FloatArray, candidates: Candidates, k: int) -> list[int
     values = least[present]
     kth = values.max() if values.size <= k else np.partition(values, k - 1)[k - 1]
     pool = np.flatnonzero((key <= kth) & (key == least[choice]))
-    ordered = _ordered(pool, key, candidates)
+    ordered = _ordered(pool, key[pool], candidates)
     _, first = np.unique(choice[ordered], return_index=True)
     return [int(i) for i in ordered[np.sort(first)][:k]]
 
@@ -252,8 +252,9 @@ def same_choice(
     others = others[others != position]
     if others.size == 0 or limit <= 0:
         return [], int(others.size)
-    key = _nan_last(primary)
-    shown = _ordered(_smallest(key, others, limit), key, candidates)[:limit]
+    key = _nan_last(primary[others])  # the key at ``others`` only
+    near = _smallest(key, np.arange(others.size), limit)
+    shown = _ordered(others[near], key[near], candidates)[:limit]
     return [int(i) for i in shown], int(others.size)
 
 

@@ -130,6 +130,7 @@ def build_recommendation(
     rate = float(market.values("tokens_per_second", at)[0])
     performance = _performance(option, rate, candidates, position)
     reasons = _rationale(ev, offer, option, cost, performance, spot, expected_s, storage_usd)
+    rationale = [rendered(r) for r in reasons]  # each sentence rendered once
     return Recommendation(
         rank=rank,
         offer=offer,
@@ -140,8 +141,8 @@ def build_recommendation(
         memory_per_gpu=option.memory,
         performance=performance,
         cost=cost,
-        summary=summary(reasons),
-        rationale=[rendered(r) for r in reasons],
+        summary=summary(rationale),
+        rationale=rationale,
         warnings=[rendered(w) for w in _warnings(ev, offer_i, option, spot)],
         other_regions=_region_prices(ev, candidates, others or []),
         other_regions_count=others_count,
