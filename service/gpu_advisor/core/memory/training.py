@@ -2,6 +2,14 @@
 
 Composes the term modules for one pipeline stage; :func:`training_breakdown` evaluates every
 stage and reports the most loaded GPU (DESIGN: "the requirement per GPU (most loaded GPU)").
+It does so in two phases, so that a search over many plans can share the first:
+
+1. :func:`stage_states` -- per stage, the model states, activations and overhead of one GPU
+   before data parallelism divides them (:class:`StageStates`). They depend on TP, PP, EP, the
+   sharding, sequence parallelism and the stage, and on DP only through the micro-batches in
+   flight (:func:`stage_key`): plans that differ only in DP share them.
+2. :func:`heaviest_stage` -- ZeRO sharding over DP (routed experts over DP / EP), the offload
+   accounting per node, the totals and the breakdown of the most loaded stage.
 
 Conventions (documented defaults):
 
@@ -44,6 +52,7 @@ from gpu_advisor.core.memory.lora import AdapterCounts
 from gpu_advisor.core.memory.model_states import (
     ZERO_STAGE,
     GatherUnit,
+    OffloadHost,
     adafactor_state_elements,
     default_gradient_dtype,
     gradient_bytes_per_parameter,
@@ -116,45 +125,108 @@ def _optimizer_bytes(
             return _Split(dense=int(shard.non_routed * per), routed=int(shard.routed * per))
 
 
-class _StageResult(Struct, frozen=True, kw_only=True):
-    breakdown: MemoryBreakdown
-    total: int
+def _micro_batches_per_step(workload: TrainingWorkload, plan: ParallelPlan) -> int:
+    """The most micro-batches a stage holds in flight: PP under 1F1B (the first stage), fewer
+    when a step has fewer micro-batches (global batch / (micro-batch x DP), at least 1); 1
+    without pipeline parallelism. The only input of a stage's activations that depends on DP."""
+    pp = plan.pipeline_parallel
+    if pp == 1 or workload.global_batch_size is None:
+        return pp
+    step = workload.global_batch_size // (workload.micro_batch_size * plan.data_parallel)
+    return min(pp, max(1, step))
 
 
 def _micro_batches_in_flight(workload: TrainingWorkload, plan: ParallelPlan, stage: int) -> int:
     """1F1B: stage s holds up to PP - s micro-batches (Narayanan et al. 2021, section 2.2.1),
-    never more than the micro-batches of a step (global batch / (micro-batch x DP))."""
-    pp = plan.pipeline_parallel
-    if pp == 1:
-        return 1
-    if workload.global_batch_size is not None:
-        micro = max(
-            1, workload.global_batch_size // (workload.micro_batch_size * plan.data_parallel)
-        )
-    else:
-        micro = pp
-    return max(1, min(pp - stage, micro))
+    never more than the micro-batches of a step (:func:`_micro_batches_per_step`)."""
+    return max(1, min(plan.pipeline_parallel - stage, _micro_batches_per_step(workload, plan)))
 
 
-def _stage(
+class StageStates(Struct, frozen=True, kw_only=True):
+    """What one GPU of one pipeline stage holds before data parallelism divides it: phase one of
+    :func:`training_breakdown` (:func:`stage_states`). All sizes in bytes, of one GPU (one TP
+    rank, one EP rank) and unsharded over DP; :func:`heaviest_stage` shards them.
+
+    Attributes:
+        stage: pipeline stage index (0-based).
+        zero_stage: ZeRO stage of the plan's effective sharding (0-3; FSDP is 3).
+        offload: optimizer offload to the host (``cpu_offload_optimizer``).
+        weights: the weights that train (all of them in a full fine-tune, the adapters under
+            LoRA/QLoRA); sharded from ZeRO-3.
+        frozen_weights: a LoRA/QLoRA frozen base (0 in a full fine-tune); sharded from ZeRO-3.
+        gradients: gradients of the trainable weights; sharded from ZeRO-2.
+        master: fp32 master weights; sharded from ZeRO-1.
+        optimizer: optimizer state; sharded from ZeRO-1.
+        offloaded_gradients: fp32 gradients of the trainable weights (4 B each) that offload
+            keeps on the host; sharded from ZeRO-1.
+        trainable_parameters: trainable elements on this GPU (DeepSpeed's fp32 loading peak).
+        gathered_weights_bytes: the ZeRO-3 / FSDP gathered unit's weights (0 below ZeRO-3).
+        gathered_gradients_bytes: the gathered unit's unsharded gradients (0 below ZeRO-3).
+        activations_bytes: activation peak (:attr:`.StageActivations.peak`).
+        overhead_bytes: CUDA context + fragmentation (it scales with the activations only).
+        state_details: the breakdown's ``details`` that come before the DP-sharded ones
+            (stage, parameters, embedding/adapter/frozen bytes, ZeRO-3 gathered bytes).
+        activation_details: the ``details`` that follow them (activations, overhead).
+    """
+
+    stage: int
+    zero_stage: int
+    offload: bool
+    weights: _Split
+    frozen_weights: _Split
+    gradients: _Split
+    master: _Split
+    optimizer: _Split
+    offloaded_gradients: _Split
+    trainable_parameters: int
+    gathered_weights_bytes: int
+    gathered_gradients_bytes: int
+    activations_bytes: int
+    overhead_bytes: int
+    state_details: dict[str, int]
+    activation_details: dict[str, int]
+
+
+StageKey = tuple[int, int, int, Sharding, bool, int]
+"""(TP, PP, EP, effective sharding, sequence parallel, micro-batches per step)."""
+
+
+def stage_key(workload: TrainingWorkload, plan: ParallelPlan) -> StageKey:
+    """Everything of ``plan`` that :func:`stage_states` reads: plans of one workload with one
+    key (they differ at most in data parallelism, through nothing but their totals of GPUs)
+    have the same stage states, so an estimator over many plans computes them once per key.
+
+    DP enters phase one through the micro-batches of a step alone
+    (:func:`_micro_batches_per_step`, with ``global_batch_size`` and PP > 1); everything else
+    that depends on DP -- ZeRO sharding, the expert-data-parallel group, offload per node --
+    is :func:`heaviest_stage`'s.
+    """
+    return (
+        plan.tensor_parallel,
+        plan.pipeline_parallel,
+        plan.expert_parallel,
+        effective_sharding(workload, plan),
+        plan.sequence_parallel,
+        _micro_batches_per_step(workload, plan),
+    )
+
+
+def _stage_states(
     arch: Architecture,
     workload: TrainingWorkload,
     plan: ParallelPlan,
     stage: int,
     *,
     adapters: AdapterCounts | None,
-    capacity_bytes: int | None,
-    gpus_per_node: int,
     overhead: OverheadModel,
     setup: ActivationSetup,
     inventories: Mapping[LayerKind, LayerActivations],
     parts: Parts,
-) -> _StageResult:
+) -> StageStates:
+    """One stage's :class:`StageStates` (reads of ``plan`` only what :func:`stage_key` keys)."""
     prec = workload.precision
     sharding = effective_sharding(workload, plan)
     zstage = ZERO_STAGE[sharding]
-    dp = plan.data_parallel
-    edp = max(1, dp // plan.expert_parallel)
     shard = parts.shard(arch, plan, stage)
     total_layers = total_stack_layers(arch)
     wb = weight_bytes_per_parameter(prec)
@@ -164,7 +236,6 @@ def _stage(
     )
     state_bytes = optimizer_state_dtype_bytes(prec)
     details: dict[str, int] = {"pipeline_stage": stage, "parameters_on_gpu": shard.total}
-    offload = workload.cpu_offload_optimizer
     routed_share = shard.routed / shard.total if shard.total else 0.0
 
     if workload.method == "full" or adapters is None:
@@ -201,13 +272,7 @@ def _stage(
         details["lora.adapter_weights_bytes"] = (a_dense + a_routed) * ab
         details["weights.frozen_base_bytes"] = frozen_weights.dense + frozen_weights.routed
 
-    weights_gpu = weights.per_gpu(sharded=zstage >= 3, dp=dp, edp=edp) + (
-        frozen_weights.per_gpu(sharded=zstage >= 3, dp=dp, edp=edp)
-    )
-    grads_gpu = grads.per_gpu(sharded=zstage >= 2, dp=dp, edp=edp)
-    master_gpu = master.per_gpu(sharded=zstage >= 1, dp=dp, edp=edp)
-    opt_gpu = opt.per_gpu(sharded=zstage >= 1, dp=dp, edp=edp)
-    host = 0
+    gathered_weights = gathered_grads = 0
     if zstage >= 3:
         # the gathered unit's gradients are produced in the compute dtype before they are
         # reduce-scattered into the (possibly fp32) partition; a frozen base has none
@@ -218,59 +283,113 @@ def _stage(
             unit, weight_bytes=wb, gradient_bytes=unit_grad_bytes, unit=unit_kind
         )
         gathered_grads = unit * unit_grad_bytes
-        weights_gpu += gathered - gathered_grads
-        grads_gpu += gathered_grads
-        details["weights.zero3_gathered_bytes"] = gathered - gathered_grads
+        gathered_weights = gathered - gathered_grads
+        details["weights.zero3_gathered_bytes"] = gathered_weights
         details["gradients.zero3_gathered_bytes"] = gathered_grads
-    if offload:
-        fp32_grads = _Split(
-            dense=trainable_params.dense * 4, routed=trainable_params.routed * 4
-        ).per_gpu(sharded=zstage >= 1, dp=dp, edp=edp)
-        offloaded = master_gpu + opt_gpu + fp32_grads
-        host_parts = offload_host_bytes(
-            offloaded,
-            shard_params_per_gpu=trainable_params.dense + trainable_params.routed,
-            gpus_per_node=gpus_per_node,
-            zero_init=zstage >= 3,
-        )
-        host = host_parts.total_bytes
-        details["host.offloaded_states_bytes"] = host_parts.steady_bytes
-        details["host.loading_peak_bytes"] = host_parts.loading_peak_bytes
-        details["gradients.offloaded_bytes"] = grads_gpu - details.get(
-            "gradients.zero3_gathered_bytes", 0
-        )
-        grads_gpu = details.get("gradients.zero3_gathered_bytes", 0)
-        master_gpu = opt_gpu = 0
-    details["optimizer.master_weights_bytes"] = master_gpu
-    details["optimizer.state_bytes"] = opt_gpu
 
     acts = _activations(arch, workload, plan, stage, setup, inventories, parts)
-    details["activations.saved_bytes"] = acts.saved
-    details["activations.logits_buffer_bytes"] = acts.loss_saved + acts.logits_transient
-    details["activations.recompute_working_set_bytes"] = acts.recompute_working_set
-    details["activations.micro_batches_in_flight"] = acts.micro_batches_in_flight
-    activations = acts.peak
-    context, fragmentation = runtime_overhead_bytes(activations, overhead)
-    details["overhead.cuda_context_bytes"] = context
-    details["overhead.fragmentation_bytes"] = fragmentation
-    overhead_bytes = context + fragmentation
+    context, fragmentation = runtime_overhead_bytes(acts.peak, overhead)
+    return StageStates(
+        stage=stage,
+        zero_stage=zstage,
+        offload=workload.cpu_offload_optimizer,
+        weights=weights,
+        frozen_weights=frozen_weights,
+        gradients=grads,
+        master=master,
+        optimizer=opt,
+        offloaded_gradients=_Split(
+            dense=trainable_params.dense * 4, routed=trainable_params.routed * 4
+        ),
+        trainable_parameters=trainable_params.dense + trainable_params.routed,
+        gathered_weights_bytes=gathered_weights,
+        gathered_gradients_bytes=gathered_grads,
+        activations_bytes=acts.peak,
+        overhead_bytes=context + fragmentation,
+        state_details=details,
+        activation_details={
+            "activations.saved_bytes": acts.saved,
+            "activations.logits_buffer_bytes": acts.loss_saved + acts.logits_transient,
+            "activations.recompute_working_set_bytes": acts.recompute_working_set,
+            "activations.micro_batches_in_flight": acts.micro_batches_in_flight,
+            "overhead.cuda_context_bytes": context,
+            "overhead.fragmentation_bytes": fragmentation,
+        },
+    )
 
-    optimizer_gpu = master_gpu + opt_gpu
-    total = weights_gpu + grads_gpu + optimizer_gpu + activations + overhead_bytes
-    breakdown = MemoryBreakdown(
-        weights_bytes=weights_gpu,
-        gradients_bytes=grads_gpu,
-        optimizer_bytes=optimizer_gpu,
-        activations_bytes=activations,
+
+class _OnGpu(Struct, frozen=True, kw_only=True):
+    """A stage's states sharded over DP: bytes on its GPU (and per node on the host)."""
+
+    weights: int
+    gradients: int
+    master: int
+    optimizer: int
+    host: OffloadHost | None
+    gradients_offloaded: int
+    total: int
+
+
+def _on_gpu(states: StageStates, *, dp: int, edp: int, gpus_per_node: int) -> _OnGpu:
+    """ZeRO stage z shards optimizer state and master weights over ``dp`` (routed experts over
+    ``edp`` = DP / EP) from z = 1, gradients from 2, weights from 3; offload moves master,
+    optimizer and fp32 gradients to the host (:func:`.model_states.offload_host_bytes`)."""
+    z = states.zero_stage
+    weights = (
+        states.weights.per_gpu(sharded=z >= 3, dp=dp, edp=edp)
+        + states.frozen_weights.per_gpu(sharded=z >= 3, dp=dp, edp=edp)
+        + states.gathered_weights_bytes
+    )
+    sharded_grads = states.gradients.per_gpu(sharded=z >= 2, dp=dp, edp=edp)
+    master = states.master.per_gpu(sharded=z >= 1, dp=dp, edp=edp)
+    opt = states.optimizer.per_gpu(sharded=z >= 1, dp=dp, edp=edp)
+    host = None
+    offloaded = 0
+    if states.offload:
+        fp32_grads = states.offloaded_gradients.per_gpu(sharded=z >= 1, dp=dp, edp=edp)
+        host = offload_host_bytes(
+            master + opt + fp32_grads,
+            shard_params_per_gpu=states.trainable_parameters,
+            gpus_per_node=gpus_per_node,
+            zero_init=z >= 3,
+        )
+        offloaded = sharded_grads
+        sharded_grads = master = opt = 0
+    grads = sharded_grads + states.gathered_gradients_bytes
+    return _OnGpu(
+        weights=weights,
+        gradients=grads,
+        master=master,
+        optimizer=opt,
+        host=host,
+        gradients_offloaded=offloaded,
+        total=(weights + grads + master + opt + states.activations_bytes + states.overhead_bytes),
+    )
+
+
+def _breakdown(states: StageStates, on_gpu: _OnGpu, capacity_bytes: int | None) -> MemoryBreakdown:
+    details = dict(states.state_details)
+    if on_gpu.host is not None:
+        details["host.offloaded_states_bytes"] = on_gpu.host.steady_bytes
+        details["host.loading_peak_bytes"] = on_gpu.host.loading_peak_bytes
+        details["gradients.offloaded_bytes"] = on_gpu.gradients_offloaded
+    details["optimizer.master_weights_bytes"] = on_gpu.master
+    details["optimizer.state_bytes"] = on_gpu.optimizer
+    details.update(states.activation_details)
+    total = on_gpu.total
+    return MemoryBreakdown(
+        weights_bytes=on_gpu.weights,
+        gradients_bytes=on_gpu.gradients,
+        optimizer_bytes=on_gpu.master + on_gpu.optimizer,
+        activations_bytes=states.activations_bytes,
         kv_cache_bytes=0,
-        overhead_bytes=overhead_bytes,
+        overhead_bytes=states.overhead_bytes,
         total_bytes=total,
         capacity_bytes=capacity_bytes or 0,
         headroom_fraction=(1 - total / capacity_bytes) if capacity_bytes else None,
-        host_bytes=host,
+        host_bytes=on_gpu.host.total_bytes if on_gpu.host is not None else 0,
         details=details,
     )
-    return _StageResult(breakdown=breakdown, total=total)
 
 
 def _base_weights(arch: Architecture, workload: TrainingWorkload, shard: ShardParams) -> _Split:
@@ -340,6 +459,80 @@ def _activations(
     )
 
 
+def stage_states(
+    arch: Architecture,
+    workload: TrainingWorkload,
+    plan: ParallelPlan,
+    *,
+    overhead: OverheadModel,
+    kernels: Kernels | None = None,
+    parts: Parts = FRESH,
+) -> tuple[StageStates, ...]:
+    """Phase one of :func:`training_breakdown`: the states of every stage that can be the most
+    loaded one, before data parallelism divides them.
+
+    Reads of ``plan`` only what :func:`stage_key` keys, so it can be remembered per key.
+    ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts.
+
+    Raises:
+        InvalidSpecError: an unknown LoRA target (``workload.lora_targets.N``).
+    """
+    adapters = parts.adapters(arch, workload) if workload.method in ("lora", "qlora") else None
+    chosen = kernels or activation_kernels(arch, plan)
+    setup = _activation_setup(arch, workload, plan, adapters, chosen)
+    # every stage's layers are of these kinds; their inventories do not depend on the stage
+    inventories = parts.inventories(arch, setup)
+    stages = (
+        parts.stages(arch, plan.pipeline_parallel)
+        if overhead.fragmentation_fraction >= 0  # more activations never mean less overhead
+        else range(plan.pipeline_parallel)
+    )
+    return tuple(
+        _stage_states(
+            arch,
+            workload,
+            plan,
+            stage,
+            adapters=adapters,
+            overhead=overhead,
+            setup=setup,
+            inventories=inventories,
+            parts=parts,
+        )
+        for stage in stages
+    )
+
+
+def heaviest_stage(
+    stages: tuple[StageStates, ...],
+    plan: ParallelPlan,
+    *,
+    capacity_bytes: int | None,
+    gpus_per_node: int,
+) -> MemoryBreakdown:
+    """Phase two of :func:`training_breakdown`: shard each stage's states over ``plan``'s data
+    parallelism (:func:`_on_gpu`) and report the stage with the largest total (the first of
+    equal totals).
+
+    Args:
+        stages: :func:`stage_states` of ``plan`` (or of a plan with the same
+            :func:`stage_key`).
+        plan: the plan; its DP and EP give the ZeRO and expert-data-parallel groups.
+        capacity_bytes: fills ``capacity_bytes`` and ``headroom_fraction``.
+        gpus_per_node: GPUs whose offloaded states one node's host holds.
+    """
+    dp = plan.data_parallel
+    edp = max(1, dp // plan.expert_parallel)
+    best: tuple[StageStates, _OnGpu] | None = None
+    for states in stages:
+        on_gpu = _on_gpu(states, dp=dp, edp=edp, gpus_per_node=gpus_per_node)
+        if best is None or on_gpu.total > best[1].total:
+            best = (states, on_gpu)
+    if best is None:  # pipeline_parallel >= 1 is validated before
+        raise ValueError("pipeline_parallel must be at least 1")
+    return _breakdown(*best, capacity_bytes)
+
+
 def training_breakdown(
     arch: Architecture,
     workload: TrainingWorkload,
@@ -351,37 +544,11 @@ def training_breakdown(
     kernels: Kernels | None = None,
     parts: Parts = FRESH,
 ) -> MemoryBreakdown:
-    """The requirement of the most loaded GPU of a training plan (see module docstring).
+    """The requirement of the most loaded GPU of a training plan (see module docstring), in
+    two phases: the stages' states (:func:`stage_states`, independent of DP but for the
+    micro-batches in flight), then their sharding over DP (:func:`heaviest_stage`).
 
     ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts.
     """
-    adapters = parts.adapters(arch, workload) if workload.method in ("lora", "qlora") else None
-    chosen = kernels or activation_kernels(arch, plan)
-    setup = _activation_setup(arch, workload, plan, adapters, chosen)
-    # every stage's layers are of these kinds; their inventories do not depend on the stage
-    inventories = parts.inventories(arch, setup)
-    best: _StageResult | None = None
-    stages = (
-        parts.stages(arch, plan.pipeline_parallel)
-        if overhead.fragmentation_fraction >= 0  # more activations never mean less overhead
-        else range(plan.pipeline_parallel)
-    )
-    for stage in stages:
-        result = _stage(
-            arch,
-            workload,
-            plan,
-            stage,
-            adapters=adapters,
-            capacity_bytes=capacity_bytes,
-            gpus_per_node=gpus_per_node,
-            overhead=overhead,
-            setup=setup,
-            inventories=inventories,
-            parts=parts,
-        )
-        if best is None or result.total > best.total:
-            best = result
-    if best is None:  # pipeline_parallel >= 1 is validated before
-        raise ValueError("pipeline_parallel must be at least 1")
-    return best.breakdown
+    stages = stage_states(arch, workload, plan, overhead=overhead, kernels=kernels, parts=parts)
+    return heaviest_stage(stages, plan, capacity_bytes=capacity_bytes, gpus_per_node=gpus_per_node)
