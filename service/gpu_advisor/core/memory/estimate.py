@@ -114,9 +114,9 @@ class WorkloadEstimator:
     """:func:`estimate_memory` of one architecture and workload over many plans, computing
     each shape-only part once (:class:`.parts.RememberedParts`) and, for training, each plan
     shape's stage states once (:func:`.training.stage_states` per :func:`.training.stage_key`:
-    plans that differ only in data parallelism share them, and only the sharding over DP is
-    computed per plan): the answers are ``estimate_memory``'s, a search over hundreds of plans
-    is several times cheaper.
+    plans that differ only in data parallelism or sharding share them, and only the ZeRO
+    sharding over DP is computed per plan): the answers are ``estimate_memory``'s, a search
+    over hundreds of plans is several times cheaper.
 
     Callable like ``estimate_memory(arch, workload, plan, *, capacity_bytes=None)`` (the
     planner's ``MemoryEstimator``); asked about another architecture or workload it answers
@@ -162,8 +162,9 @@ class WorkloadEstimator:
                         arch, workload, plan, overhead=self.overhead, parts=self._parts
                     )
                 return heaviest_stage(
-                    stages,
+                    workload,
                     plan,
+                    stages,
                     capacity_bytes=capacity_bytes,
                     gpus_per_node=min(DEFAULT_GPUS_PER_NODE, plan.gpus),
                 )

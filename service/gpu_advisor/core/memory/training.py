@@ -5,11 +5,12 @@ stage and reports the most loaded GPU (DESIGN: "the requirement per GPU (most lo
 It does so in two phases, so that a search over many plans can share the first:
 
 1. :func:`stage_states` -- per stage, the model states, activations and overhead of one GPU
-   before data parallelism divides them (:class:`StageStates`). They depend on TP, PP, EP, the
-   sharding, sequence parallelism and the stage, and on DP only through the micro-batches in
-   flight (:func:`stage_key`): plans that differ only in DP share them.
-2. :func:`heaviest_stage` -- ZeRO sharding over DP (routed experts over DP / EP), the offload
-   accounting per node, the totals and the breakdown of the most loaded stage.
+   before ZeRO and data parallelism divide them (:class:`StageStates`). They depend on TP, PP,
+   EP, sequence parallelism and the stage, and on DP only through the micro-batches in flight
+   (:func:`stage_key`): plans that differ only in DP or sharding share them.
+2. :func:`heaviest_stage` -- ZeRO sharding over DP (routed experts over DP / EP) and its
+   gathered unit, the offload accounting per node, the totals and the breakdown of the most
+   loaded stage.
 
 Conventions (documented defaults):
 
@@ -143,14 +144,17 @@ def _micro_batches_in_flight(workload: TrainingWorkload, plan: ParallelPlan, sta
 
 
 class StageStates(Struct, frozen=True, kw_only=True):
-    """What one GPU of one pipeline stage holds before data parallelism divides it: phase one of
-    :func:`training_breakdown` (:func:`stage_states`). All sizes in bytes, of one GPU (one TP
-    rank, one EP rank) and unsharded over DP; :func:`heaviest_stage` shards them.
+    """What one GPU of one pipeline stage holds before ZeRO and data parallelism divide it:
+    phase one of :func:`training_breakdown` (:func:`stage_states`). Sizes in bytes, of one GPU
+    (one TP rank, one EP rank), unsharded; :func:`heaviest_stage` shards them.
 
     Attributes:
         stage: pipeline stage index (0-based).
-        zero_stage: ZeRO stage of the plan's effective sharding (0-3; FSDP is 3).
-        offload: optimizer offload to the host (``cpu_offload_optimizer``).
+        shard: parameter elements on this GPU (:func:`.layout.shard_params`); ZeRO-3 gathers
+            its largest module, FSDP one block of it.
+        unit_weight_bytes: bytes per parameter of a gathered unit's weights.
+        unit_gradient_bytes: bytes per parameter of a gathered unit's gradients: the compute
+            dtype's in a full fine-tune, 0 for a frozen base.
         weights: the weights that train (all of them in a full fine-tune, the adapters under
             LoRA/QLoRA); sharded from ZeRO-3.
         frozen_weights: a LoRA/QLoRA frozen base (0 in a full fine-tune); sharded from ZeRO-3.
@@ -160,18 +164,17 @@ class StageStates(Struct, frozen=True, kw_only=True):
         offloaded_gradients: fp32 gradients of the trainable weights (4 B each) that offload
             keeps on the host; sharded from ZeRO-1.
         trainable_parameters: trainable elements on this GPU (DeepSpeed's fp32 loading peak).
-        gathered_weights_bytes: the ZeRO-3 / FSDP gathered unit's weights (0 below ZeRO-3).
-        gathered_gradients_bytes: the gathered unit's unsharded gradients (0 below ZeRO-3).
         activations_bytes: activation peak (:attr:`.StageActivations.peak`).
         overhead_bytes: CUDA context + fragmentation (it scales with the activations only).
-        state_details: the breakdown's ``details`` that come before the DP-sharded ones
-            (stage, parameters, embedding/adapter/frozen bytes, ZeRO-3 gathered bytes).
-        activation_details: the ``details`` that follow them (activations, overhead).
+        state_details: the breakdown's first ``details`` (stage, parameters, embedding or
+            adapter and frozen-base bytes); the sharded ones follow them.
+        activation_details: the last ``details`` (activations, overhead).
     """
 
     stage: int
-    zero_stage: int
-    offload: bool
+    shard: ShardParams
+    unit_weight_bytes: int
+    unit_gradient_bytes: int
     weights: _Split
     frozen_weights: _Split
     gradients: _Split
@@ -179,16 +182,14 @@ class StageStates(Struct, frozen=True, kw_only=True):
     optimizer: _Split
     offloaded_gradients: _Split
     trainable_parameters: int
-    gathered_weights_bytes: int
-    gathered_gradients_bytes: int
     activations_bytes: int
     overhead_bytes: int
     state_details: dict[str, int]
     activation_details: dict[str, int]
 
 
-StageKey = tuple[int, int, int, Sharding, bool, int]
-"""(TP, PP, EP, effective sharding, sequence parallel, micro-batches per step)."""
+StageKey = tuple[int, int, int, bool, int]
+"""(TP, PP, EP, sequence parallel, micro-batches per step)."""
 
 
 def stage_key(workload: TrainingWorkload, plan: ParallelPlan) -> StageKey:
@@ -198,14 +199,13 @@ def stage_key(workload: TrainingWorkload, plan: ParallelPlan) -> StageKey:
 
     DP enters phase one through the micro-batches of a step alone
     (:func:`_micro_batches_per_step`, with ``global_batch_size`` and PP > 1); everything else
-    that depends on DP -- ZeRO sharding, the expert-data-parallel group, offload per node --
-    is :func:`heaviest_stage`'s.
+    that depends on DP -- ZeRO sharding and its gathered unit, the expert-data-parallel group,
+    offload per node -- is :func:`heaviest_stage`'s, and so is the sharding itself.
     """
     return (
         plan.tensor_parallel,
         plan.pipeline_parallel,
         plan.expert_parallel,
-        effective_sharding(workload, plan),
         plan.sequence_parallel,
         _micro_batches_per_step(workload, plan),
     )
@@ -225,8 +225,6 @@ def _stage_states(
 ) -> StageStates:
     """One stage's :class:`StageStates` (reads of ``plan`` only what :func:`stage_key` keys)."""
     prec = workload.precision
-    sharding = effective_sharding(workload, plan)
-    zstage = ZERO_STAGE[sharding]
     shard = parts.shard(arch, plan, stage)
     total_layers = total_stack_layers(arch)
     wb = weight_bytes_per_parameter(prec)
@@ -272,27 +270,15 @@ def _stage_states(
         details["lora.adapter_weights_bytes"] = (a_dense + a_routed) * ab
         details["weights.frozen_base_bytes"] = frozen_weights.dense + frozen_weights.routed
 
-    gathered_weights = gathered_grads = 0
-    if zstage >= 3:
-        # the gathered unit's gradients are produced in the compute dtype before they are
-        # reduce-scattered into the (possibly fp32) partition; a frozen base has none
-        unit_kind: GatherUnit = "block" if sharding == "fsdp" else "module"
-        unit = shard.block_params if unit_kind == "block" else shard.largest_module
-        unit_grad_bytes = wb if workload.method == "full" else 0
-        gathered = zero3_gathered_bytes(
-            unit, weight_bytes=wb, gradient_bytes=unit_grad_bytes, unit=unit_kind
-        )
-        gathered_grads = unit * unit_grad_bytes
-        gathered_weights = gathered - gathered_grads
-        details["weights.zero3_gathered_bytes"] = gathered_weights
-        details["gradients.zero3_gathered_bytes"] = gathered_grads
-
     acts = _activations(arch, workload, plan, stage, setup, inventories, parts)
     context, fragmentation = runtime_overhead_bytes(acts.peak, overhead)
     return StageStates(
         stage=stage,
-        zero_stage=zstage,
-        offload=workload.cpu_offload_optimizer,
+        shard=shard,
+        unit_weight_bytes=wb,
+        # the gathered unit's gradients are produced in the compute dtype before they are
+        # reduce-scattered into the (possibly fp32) partition; a frozen base has none
+        unit_gradient_bytes=wb if workload.method == "full" else 0,
         weights=weights,
         frozen_weights=frozen_weights,
         gradients=grads,
@@ -302,8 +288,6 @@ def _stage_states(
             dense=trainable_params.dense * 4, routed=trainable_params.routed * 4
         ),
         trainable_parameters=trainable_params.dense + trainable_params.routed,
-        gathered_weights_bytes=gathered_weights,
-        gathered_gradients_bytes=gathered_grads,
         activations_bytes=acts.peak,
         overhead_bytes=context + fragmentation,
         state_details=details,
@@ -325,27 +309,51 @@ class _OnGpu(Struct, frozen=True, kw_only=True):
     gradients: int
     master: int
     optimizer: int
+    gathered: tuple[int, int] | None
     host: OffloadHost | None
     gradients_offloaded: int
     total: int
 
 
-def _on_gpu(states: StageStates, *, dp: int, edp: int, gpus_per_node: int) -> _OnGpu:
+def _on_gpu(
+    states: StageStates,
+    *,
+    sharding: Sharding,
+    offload: bool,
+    dp: int,
+    edp: int,
+    gpus_per_node: int,
+) -> _OnGpu:
     """ZeRO stage z shards optimizer state and master weights over ``dp`` (routed experts over
-    ``edp`` = DP / EP) from z = 1, gradients from 2, weights from 3; offload moves master,
-    optimizer and fp32 gradients to the host (:func:`.model_states.offload_host_bytes`)."""
-    z = states.zero_stage
-    weights = (
-        states.weights.per_gpu(sharded=z >= 3, dp=dp, edp=edp)
-        + states.frozen_weights.per_gpu(sharded=z >= 3, dp=dp, edp=edp)
-        + states.gathered_weights_bytes
+    ``edp`` = DP / EP) from z = 1, gradients from 2, weights from 3, which then gathers a unit
+    at a time (:func:`.model_states.zero3_gathered_bytes`); ``offload`` moves master, optimizer
+    and fp32 gradients to the host (:func:`.model_states.offload_host_bytes`)."""
+    z = ZERO_STAGE[sharding]
+    weights = states.weights.per_gpu(sharded=z >= 3, dp=dp, edp=edp) + (
+        states.frozen_weights.per_gpu(sharded=z >= 3, dp=dp, edp=edp)
     )
-    sharded_grads = states.gradients.per_gpu(sharded=z >= 2, dp=dp, edp=edp)
+    grads = states.gradients.per_gpu(sharded=z >= 2, dp=dp, edp=edp)
     master = states.master.per_gpu(sharded=z >= 1, dp=dp, edp=edp)
     opt = states.optimizer.per_gpu(sharded=z >= 1, dp=dp, edp=edp)
+    gathered: tuple[int, int] | None = None
+    gathered_grads = 0
+    if z >= 3:
+        unit_kind: GatherUnit = "block" if sharding == "fsdp" else "module"
+        shard = states.shard
+        unit = shard.block_params if unit_kind == "block" else shard.largest_module
+        both = zero3_gathered_bytes(
+            unit,
+            weight_bytes=states.unit_weight_bytes,
+            gradient_bytes=states.unit_gradient_bytes,
+            unit=unit_kind,
+        )
+        gathered_grads = unit * states.unit_gradient_bytes
+        gathered = (both - gathered_grads, gathered_grads)
+        weights += both - gathered_grads
+        grads += gathered_grads
     host = None
     offloaded = 0
-    if states.offload:
+    if offload:
         fp32_grads = states.offloaded_gradients.per_gpu(sharded=z >= 1, dp=dp, edp=edp)
         host = offload_host_bytes(
             master + opt + fp32_grads,
@@ -353,14 +361,15 @@ def _on_gpu(states: StageStates, *, dp: int, edp: int, gpus_per_node: int) -> _O
             gpus_per_node=gpus_per_node,
             zero_init=z >= 3,
         )
-        offloaded = sharded_grads
-        sharded_grads = master = opt = 0
-    grads = sharded_grads + states.gathered_gradients_bytes
+        offloaded = grads - gathered_grads
+        grads = gathered_grads
+        master = opt = 0
     return _OnGpu(
         weights=weights,
         gradients=grads,
         master=master,
         optimizer=opt,
+        gathered=gathered,
         host=host,
         gradients_offloaded=offloaded,
         total=(weights + grads + master + opt + states.activations_bytes + states.overhead_bytes),
@@ -368,7 +377,11 @@ def _on_gpu(states: StageStates, *, dp: int, edp: int, gpus_per_node: int) -> _O
 
 
 def _breakdown(states: StageStates, on_gpu: _OnGpu, capacity_bytes: int | None) -> MemoryBreakdown:
+    """The breakdown of one stage (``details`` in the order of the terms)."""
     details = dict(states.state_details)
+    if on_gpu.gathered is not None:
+        details["weights.zero3_gathered_bytes"] = on_gpu.gathered[0]
+        details["gradients.zero3_gathered_bytes"] = on_gpu.gathered[1]
     if on_gpu.host is not None:
         details["host.offloaded_states_bytes"] = on_gpu.host.steady_bytes
         details["host.loading_peak_bytes"] = on_gpu.host.loading_peak_bytes
@@ -504,28 +517,39 @@ def stage_states(
 
 
 def heaviest_stage(
-    stages: tuple[StageStates, ...],
+    workload: TrainingWorkload,
     plan: ParallelPlan,
+    stages: tuple[StageStates, ...],
     *,
     capacity_bytes: int | None,
     gpus_per_node: int,
 ) -> MemoryBreakdown:
-    """Phase two of :func:`training_breakdown`: shard each stage's states over ``plan``'s data
-    parallelism (:func:`_on_gpu`) and report the stage with the largest total (the first of
-    equal totals).
+    """Phase two of :func:`training_breakdown`: shard each stage's states with the plan's
+    effective sharding over its data parallelism (:func:`_on_gpu`) and report the stage with
+    the largest total (the first of equal totals).
 
     Args:
-        stages: :func:`stage_states` of ``plan`` (or of a plan with the same
+        workload: the training workload (its sharding when the plan has none, offload).
+        plan: the plan; its sharding, DP and EP give the ZeRO and expert-data-parallel groups.
+        stages: :func:`stage_states` of ``workload`` and ``plan`` (or of a plan with the same
             :func:`stage_key`).
-        plan: the plan; its DP and EP give the ZeRO and expert-data-parallel groups.
         capacity_bytes: fills ``capacity_bytes`` and ``headroom_fraction``.
         gpus_per_node: GPUs whose offloaded states one node's host holds.
     """
+    sharding = effective_sharding(workload, plan)
+    offload = workload.cpu_offload_optimizer
     dp = plan.data_parallel
     edp = max(1, dp // plan.expert_parallel)
     best: tuple[StageStates, _OnGpu] | None = None
     for states in stages:
-        on_gpu = _on_gpu(states, dp=dp, edp=edp, gpus_per_node=gpus_per_node)
+        on_gpu = _on_gpu(
+            states,
+            sharding=sharding,
+            offload=offload,
+            dp=dp,
+            edp=edp,
+            gpus_per_node=gpus_per_node,
+        )
         if best is None or on_gpu.total > best[1].total:
             best = (states, on_gpu)
     if best is None:  # pipeline_parallel >= 1 is validated before
@@ -551,4 +575,6 @@ def training_breakdown(
     ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts.
     """
     stages = stage_states(arch, workload, plan, overhead=overhead, kernels=kernels, parts=parts)
-    return heaviest_stage(stages, plan, capacity_bytes=capacity_bytes, gpus_per_node=gpus_per_node)
+    return heaviest_stage(
+        workload, plan, stages, capacity_bytes=capacity_bytes, gpus_per_node=gpus_per_node
+    )
