@@ -187,6 +187,27 @@ class StageStates(Struct, frozen=True, kw_only=True):
     state_details: dict[str, int]
     activation_details: dict[str, int]
 
+    def covers(self, other: StageStates) -> bool:
+        """Whether this stage's total is at least ``other``'s under every sharding, DP, EP and
+        offload: each state is at least as large in both parts, so are the gathered units (a
+        block, the largest module) and the activations plus overhead. Every term of
+        :func:`_on_gpu`'s total is non-decreasing in these (``ceil(x / dp)`` is)."""
+        for mine, theirs in (
+            (self.weights, other.weights),
+            (self.frozen_weights, other.frozen_weights),
+            (self.gradients, other.gradients),
+            (self.master, other.master),
+            (self.optimizer, other.optimizer),
+        ):
+            if mine.dense < theirs.dense or mine.routed < theirs.routed:
+                return False
+        return (
+            self.shard.block_params >= other.shard.block_params
+            and self.shard.largest_module >= other.shard.largest_module
+            and self.activations_bytes + self.overhead_bytes
+            >= other.activations_bytes + other.overhead_bytes
+        )
+
 
 StageKey = tuple[int, int, int, bool, int]
 """(TP, PP, EP, sequence parallel, micro-batches per step)."""
@@ -482,7 +503,8 @@ def stage_states(
     parts: Parts = FRESH,
 ) -> tuple[StageStates, ...]:
     """Phase one of :func:`training_breakdown`: the states of every stage that can be the most
-    loaded one, before data parallelism divides them.
+    loaded one, before ZeRO and data parallelism divide them: of the candidate stages
+    (:meth:`.parts.Parts.stages`), those that no earlier stage covers (:meth:`StageStates.covers`).
 
     Reads of ``plan`` only what :func:`stage_key` keys, so it can be remembered per key.
     ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts.
@@ -500,8 +522,9 @@ def stage_states(
         if overhead.fragmentation_fraction >= 0  # more activations never mean less overhead
         else range(plan.pipeline_parallel)
     )
-    return tuple(
-        _stage_states(
+    kept: list[StageStates] = []
+    for stage in stages:
+        states = _stage_states(
             arch,
             workload,
             plan,
@@ -512,8 +535,11 @@ def stage_states(
             inventories=inventories,
             parts=parts,
         )
-        for stage in stages
-    )
+        # a stage that an earlier one covers is never the heaviest (the first of equal totals
+        # is): on a uniform stack stage 0 covers the middle stages, often the last one too
+        if not any(earlier.covers(states) for earlier in kept):
+            kept.append(states)
+    return tuple(kept)
 
 
 def heaviest_stage(
