@@ -215,8 +215,8 @@ StageKey = tuple[int, int, int, bool, int]
 
 def stage_key(workload: TrainingWorkload, plan: ParallelPlan) -> StageKey:
     """Everything of ``plan`` that :func:`stage_states` reads: plans of one workload with one
-    key (they differ at most in data parallelism, through nothing but their totals of GPUs)
-    have the same stage states, so an estimator over many plans computes them once per key.
+    key (they differ at most in data parallelism and sharding) have the same stage states, so
+    an estimator over many plans computes them once per key.
 
     DP enters phase one through the micro-batches of a step alone
     (:func:`_micro_batches_per_step`, with ``global_batch_size`` and PP > 1); everything else
@@ -536,7 +536,7 @@ def stage_states(
             parts=parts,
         )
         # a stage that an earlier one covers is never the heaviest (the first of equal totals
-        # is): on a uniform stack stage 0 covers the middle stages, often the last one too
+        # is); on a uniform dense stack stage 0 usually covers the others but the last
         if not any(earlier.covers(states) for earlier in kept):
             kept.append(states)
     return tuple(kept)
