@@ -8,6 +8,8 @@ from mem_data import arch
 
 from gpu_advisor.core.errors import InvalidSpecError
 from gpu_advisor.core.memory import WorkloadEstimator, estimate_memory
+from gpu_advisor.core.memory import estimate as estimate_module
+from gpu_advisor.core.memory.training import stage_key
 from gpu_advisor.core.results import ParallelPlan
 from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
 
@@ -73,3 +75,77 @@ def test_an_unknown_lora_target_is_reported_on_every_call():
         with pytest.raises(InvalidSpecError) as raised:
             search(a, workload, ParallelPlan())
         assert raised.value.field.startswith("workload.lora_targets")
+
+
+# Plans of one shape (TP, PP, EP, sequence parallel) that differ in DP and sharding share their
+# stage states (training.stage_key); everything that depends on DP must still reach the answer:
+# ZeRO sharding over DP and over the expert-data-parallel group DP / EP, the micro-batches of a
+# step (global batch / (micro-batch x DP) caps 1F1B's micro-batches in flight when PP > 1), and
+# offload's host bytes per node (GPUs per node = min(8, TP x PP x DP)).
+DP_WORKLOADS = {
+    # 64 / (1 x DP) micro-batches: 8 in flight on stage 0 with PP 8 up to DP 8, then 4, 2, 1
+    "global batch with 1F1B": TrainingWorkload(global_batch_size=64, sequence_length=2048),
+    "optimizer offload": TrainingWorkload(cpu_offload_optimizer=True, sharding="zero2"),
+    "lora, global batch": TrainingWorkload(
+        method="lora", lora_targets=["all-linear"], global_batch_size=32, micro_batch_size=2
+    ),
+    "qlora, 8-bit adamw, offload": TrainingWorkload(
+        method="qlora", optimizer="adamw-8bit", cpu_offload_optimizer=True, global_batch_size=16
+    ),
+    "adafactor, full recompute": TrainingWorkload(
+        optimizer="adafactor", gradient_checkpointing="full", sharding="fsdp"
+    ),
+}
+SHARDINGS = ("none", "zero1", "zero2", "zero3", "fsdp")
+
+
+@pytest.mark.parametrize(
+    ("stem", "shapes"),
+    [
+        # (TP, PP, EP, sequence parallel)
+        (
+            "meta-llama--Llama-3.1-70B",
+            [(1, 1, 1, False), (2, 8, 1, True), (2, 8, 1, False), (8, 4, 1, False)],
+        ),
+        # EP divides DP: experts shard over DP / EP
+        (
+            "mistralai--Mixtral-8x7B-v0.1",
+            [(1, 2, 1, False), (1, 2, 2, False), (2, 4, 4, False), (4, 1, 8, True)],
+        ),
+    ],
+)
+@pytest.mark.parametrize("workload", DP_WORKLOADS.values(), ids=DP_WORKLOADS.keys())
+def test_plans_that_differ_only_in_dp_share_stage_states_not_answers(
+    stem, shapes, workload, monkeypatch
+):
+    a = arch(stem)
+    computed: list[ParallelPlan] = []
+    remembered = estimate_module.stage_states
+
+    def counting(arch_, workload_, plan, **kwargs):  # type: ignore[no-untyped-def]
+        computed.append(plan)
+        return remembered(arch_, workload_, plan, **kwargs)
+
+    monkeypatch.setattr(estimate_module, "stage_states", counting)
+    search = WorkloadEstimator(a, workload)
+    plans = [
+        ParallelPlan(
+            tensor_parallel=t,
+            pipeline_parallel=p,
+            expert_parallel=e,
+            sequence_parallel=sp,
+            data_parallel=d,
+            sharding=z,
+        )
+        for t, p, e, sp in shapes
+        for d in (8, 1, 2, 4, 16, 64)  # DP 8 fills the shape's states, the others read them
+        for z in SHARDINGS
+        if d % e == 0
+    ]
+    for plan in plans:
+        for capacity in (None, 80 * 2**30):
+            assert _answer(search, a, workload, plan, capacity) == _answer(
+                estimate_memory, a, workload, plan, capacity
+            ), plan
+    # the states were computed once per shape and micro-batch count, not once per plan
+    assert len(computed) == len({stage_key(workload, plan) for plan in plans}) < len(plans)

@@ -42,7 +42,14 @@ from gpu_advisor.core.memory.kv_cache import per_layer_token_bytes
 from gpu_advisor.core.memory.layout import stage_ranges
 from gpu_advisor.core.memory.overhead import DEFAULT_OVERHEAD, OverheadModel
 from gpu_advisor.core.memory.parts import RememberedParts
-from gpu_advisor.core.memory.training import training_breakdown
+from gpu_advisor.core.memory.training import (
+    StageKey,
+    StageStates,
+    heaviest_stage,
+    stage_key,
+    stage_states,
+    training_breakdown,
+)
 from gpu_advisor.core.memory.validate import total_stack_layers, validate_plan
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
 from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload, Workload
@@ -105,8 +112,11 @@ def estimate_memory(
 
 class WorkloadEstimator:
     """:func:`estimate_memory` of one architecture and workload over many plans, computing
-    each shape-only part once (:class:`.parts.RememberedParts`): the answers are
-    ``estimate_memory``'s, a search over hundreds of plans is several times cheaper.
+    each shape-only part once (:class:`.parts.RememberedParts`) and, for training, each plan
+    shape's stage states once (:func:`.training.stage_states` per :func:`.training.stage_key`:
+    plans that differ only in data parallelism or sharding share them, and only the ZeRO
+    sharding over DP is computed per plan): the answers are ``estimate_memory``'s, a search
+    over hundreds of plans is several times cheaper.
 
     Callable like ``estimate_memory(arch, workload, plan, *, capacity_bytes=None)`` (the
     planner's ``MemoryEstimator``); asked about another architecture or workload it answers
@@ -121,6 +131,7 @@ class WorkloadEstimator:
         self.workload = workload
         self.overhead = overhead
         self._parts = RememberedParts(arch)
+        self._stages: dict[StageKey, tuple[StageStates, ...]] = {}
 
     def __call__(
         self,
@@ -143,14 +154,19 @@ class WorkloadEstimator:
         validate_plan(arch, plan)
         match workload:
             case TrainingWorkload():
-                return training_breakdown(
-                    arch,
+                # training_breakdown's two phases, the first remembered per plan shape
+                key = stage_key(workload, plan)
+                stages = self._stages.get(key)
+                if stages is None:
+                    stages = self._stages[key] = stage_states(
+                        arch, workload, plan, overhead=self.overhead, parts=self._parts
+                    )
+                return heaviest_stage(
                     workload,
                     plan,
+                    stages,
                     capacity_bytes=capacity_bytes,
                     gpus_per_node=min(DEFAULT_GPUS_PER_NODE, plan.gpus),
-                    overhead=self.overhead,
-                    parts=self._parts,
                 )
             case InferenceWorkload():
                 return inference_breakdown(

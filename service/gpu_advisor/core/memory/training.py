@@ -2,6 +2,15 @@
 
 Composes the term modules for one pipeline stage; :func:`training_breakdown` evaluates every
 stage and reports the most loaded GPU (DESIGN: "the requirement per GPU (most loaded GPU)").
+It does so in two phases, so that a search over many plans can share the first:
+
+1. :func:`stage_states` -- per stage, the model states, activations and overhead of one GPU
+   before ZeRO and data parallelism divide them (:class:`StageStates`). They depend on TP, PP,
+   EP, sequence parallelism and the stage, and on DP only through the micro-batches in flight
+   (:func:`stage_key`): plans that differ only in DP or sharding share them.
+2. :func:`heaviest_stage` -- ZeRO sharding over DP (routed experts over DP / EP) and its
+   gathered unit, the offload accounting per node, the totals and the breakdown of the most
+   loaded stage.
 
 Conventions (documented defaults):
 
@@ -44,6 +53,7 @@ from gpu_advisor.core.memory.lora import AdapterCounts
 from gpu_advisor.core.memory.model_states import (
     ZERO_STAGE,
     GatherUnit,
+    OffloadHost,
     adafactor_state_elements,
     default_gradient_dtype,
     gradient_bytes_per_parameter,
@@ -116,45 +126,126 @@ def _optimizer_bytes(
             return _Split(dense=int(shard.non_routed * per), routed=int(shard.routed * per))
 
 
-class _StageResult(Struct, frozen=True, kw_only=True):
-    breakdown: MemoryBreakdown
-    total: int
+def _micro_batches_per_step(workload: TrainingWorkload, plan: ParallelPlan) -> int:
+    """The most micro-batches a stage holds in flight: PP under 1F1B (the first stage), fewer
+    when a step has fewer micro-batches (global batch / (micro-batch x DP), at least 1); 1
+    without pipeline parallelism. The only input of a stage's activations that depends on DP."""
+    pp = plan.pipeline_parallel
+    if pp == 1 or workload.global_batch_size is None:
+        return pp
+    step = workload.global_batch_size // (workload.micro_batch_size * plan.data_parallel)
+    return min(pp, max(1, step))
 
 
 def _micro_batches_in_flight(workload: TrainingWorkload, plan: ParallelPlan, stage: int) -> int:
     """1F1B: stage s holds up to PP - s micro-batches (Narayanan et al. 2021, section 2.2.1),
-    never more than the micro-batches of a step (global batch / (micro-batch x DP))."""
-    pp = plan.pipeline_parallel
-    if pp == 1:
-        return 1
-    if workload.global_batch_size is not None:
-        micro = max(
-            1, workload.global_batch_size // (workload.micro_batch_size * plan.data_parallel)
+    never more than the micro-batches of a step (:func:`_micro_batches_per_step`)."""
+    return max(1, min(plan.pipeline_parallel - stage, _micro_batches_per_step(workload, plan)))
+
+
+class StageStates(Struct, frozen=True, kw_only=True):
+    """What one GPU of one pipeline stage holds before ZeRO and data parallelism divide it:
+    phase one of :func:`training_breakdown` (:func:`stage_states`). Sizes in bytes, of one GPU
+    (one TP rank, one EP rank), unsharded; :func:`heaviest_stage` shards them.
+
+    Attributes:
+        stage: pipeline stage index (0-based).
+        shard: parameter elements on this GPU (:func:`.layout.shard_params`); ZeRO-3 gathers
+            its largest module, FSDP one block of it.
+        unit_weight_bytes: bytes per parameter of a gathered unit's weights.
+        unit_gradient_bytes: bytes per parameter of a gathered unit's gradients: the compute
+            dtype's in a full fine-tune, 0 for a frozen base.
+        weights: the weights that train (all of them in a full fine-tune, the adapters under
+            LoRA/QLoRA); sharded from ZeRO-3.
+        frozen_weights: a LoRA/QLoRA frozen base (0 in a full fine-tune); sharded from ZeRO-3.
+        gradients: gradients of the trainable weights; sharded from ZeRO-2.
+        master: fp32 master weights; sharded from ZeRO-1.
+        optimizer: optimizer state; sharded from ZeRO-1.
+        offloaded_gradients: fp32 gradients of the trainable weights (4 B each) that offload
+            keeps on the host; sharded from ZeRO-1.
+        trainable_parameters: trainable elements on this GPU (DeepSpeed's fp32 loading peak).
+        activations_bytes: activation peak (:attr:`.StageActivations.peak`).
+        overhead_bytes: CUDA context + fragmentation (it scales with the activations only).
+        state_details: the breakdown's first ``details`` (stage, parameters, embedding or
+            adapter and frozen-base bytes); the sharded ones follow them.
+        activation_details: the last ``details`` (activations, overhead).
+    """
+
+    stage: int
+    shard: ShardParams
+    unit_weight_bytes: int
+    unit_gradient_bytes: int
+    weights: _Split
+    frozen_weights: _Split
+    gradients: _Split
+    master: _Split
+    optimizer: _Split
+    offloaded_gradients: _Split
+    trainable_parameters: int
+    activations_bytes: int
+    overhead_bytes: int
+    state_details: dict[str, int]
+    activation_details: dict[str, int]
+
+    def covers(self, other: StageStates) -> bool:
+        """Whether this stage's total is at least ``other``'s under every sharding, DP, EP and
+        offload: each state is at least as large in both parts, so are the gathered units (a
+        block, the largest module) and the activations plus overhead. Every term of
+        :func:`_on_gpu`'s total is non-decreasing in these (``ceil(x / dp)`` is)."""
+        for mine, theirs in (
+            (self.weights, other.weights),
+            (self.frozen_weights, other.frozen_weights),
+            (self.gradients, other.gradients),
+            (self.master, other.master),
+            (self.optimizer, other.optimizer),
+        ):
+            if mine.dense < theirs.dense or mine.routed < theirs.routed:
+                return False
+        return (
+            self.shard.block_params >= other.shard.block_params
+            and self.shard.largest_module >= other.shard.largest_module
+            and self.activations_bytes + self.overhead_bytes
+            >= other.activations_bytes + other.overhead_bytes
         )
-    else:
-        micro = pp
-    return max(1, min(pp - stage, micro))
 
 
-def _stage(
+StageKey = tuple[int, int, int, bool, int]
+"""(TP, PP, EP, sequence parallel, micro-batches per step)."""
+
+
+def stage_key(workload: TrainingWorkload, plan: ParallelPlan) -> StageKey:
+    """Everything of ``plan`` that :func:`stage_states` reads: plans of one workload with one
+    key (they differ at most in data parallelism and sharding) have the same stage states, so
+    an estimator over many plans computes them once per key.
+
+    DP enters phase one through the micro-batches of a step alone
+    (:func:`_micro_batches_per_step`, with ``global_batch_size`` and PP > 1); everything else
+    that depends on DP -- ZeRO sharding and its gathered unit, the expert-data-parallel group,
+    offload per node -- is :func:`heaviest_stage`'s, and so is the sharding itself.
+    """
+    return (
+        plan.tensor_parallel,
+        plan.pipeline_parallel,
+        plan.expert_parallel,
+        plan.sequence_parallel,
+        _micro_batches_per_step(workload, plan),
+    )
+
+
+def _stage_states(
     arch: Architecture,
     workload: TrainingWorkload,
     plan: ParallelPlan,
     stage: int,
     *,
     adapters: AdapterCounts | None,
-    capacity_bytes: int | None,
-    gpus_per_node: int,
     overhead: OverheadModel,
     setup: ActivationSetup,
     inventories: Mapping[LayerKind, LayerActivations],
     parts: Parts,
-) -> _StageResult:
+) -> StageStates:
+    """One stage's :class:`StageStates` (reads of ``plan`` only what :func:`stage_key` keys)."""
     prec = workload.precision
-    sharding = effective_sharding(workload, plan)
-    zstage = ZERO_STAGE[sharding]
-    dp = plan.data_parallel
-    edp = max(1, dp // plan.expert_parallel)
     shard = parts.shard(arch, plan, stage)
     total_layers = total_stack_layers(arch)
     wb = weight_bytes_per_parameter(prec)
@@ -164,7 +255,6 @@ def _stage(
     )
     state_bytes = optimizer_state_dtype_bytes(prec)
     details: dict[str, int] = {"pipeline_stage": stage, "parameters_on_gpu": shard.total}
-    offload = workload.cpu_offload_optimizer
     routed_share = shard.routed / shard.total if shard.total else 0.0
 
     if workload.method == "full" or adapters is None:
@@ -201,76 +291,139 @@ def _stage(
         details["lora.adapter_weights_bytes"] = (a_dense + a_routed) * ab
         details["weights.frozen_base_bytes"] = frozen_weights.dense + frozen_weights.routed
 
-    weights_gpu = weights.per_gpu(sharded=zstage >= 3, dp=dp, edp=edp) + (
-        frozen_weights.per_gpu(sharded=zstage >= 3, dp=dp, edp=edp)
-    )
-    grads_gpu = grads.per_gpu(sharded=zstage >= 2, dp=dp, edp=edp)
-    master_gpu = master.per_gpu(sharded=zstage >= 1, dp=dp, edp=edp)
-    opt_gpu = opt.per_gpu(sharded=zstage >= 1, dp=dp, edp=edp)
-    host = 0
-    if zstage >= 3:
+    acts = _activations(arch, workload, plan, stage, setup, inventories, parts)
+    context, fragmentation = runtime_overhead_bytes(acts.peak, overhead)
+    return StageStates(
+        stage=stage,
+        shard=shard,
+        unit_weight_bytes=wb,
         # the gathered unit's gradients are produced in the compute dtype before they are
         # reduce-scattered into the (possibly fp32) partition; a frozen base has none
-        unit_kind: GatherUnit = "block" if sharding == "fsdp" else "module"
-        unit = shard.block_params if unit_kind == "block" else shard.largest_module
-        unit_grad_bytes = wb if workload.method == "full" else 0
-        gathered = zero3_gathered_bytes(
-            unit, weight_bytes=wb, gradient_bytes=unit_grad_bytes, unit=unit_kind
-        )
-        gathered_grads = unit * unit_grad_bytes
-        weights_gpu += gathered - gathered_grads
-        grads_gpu += gathered_grads
-        details["weights.zero3_gathered_bytes"] = gathered - gathered_grads
-        details["gradients.zero3_gathered_bytes"] = gathered_grads
-    if offload:
-        fp32_grads = _Split(
+        unit_gradient_bytes=wb if workload.method == "full" else 0,
+        weights=weights,
+        frozen_weights=frozen_weights,
+        gradients=grads,
+        master=master,
+        optimizer=opt,
+        offloaded_gradients=_Split(
             dense=trainable_params.dense * 4, routed=trainable_params.routed * 4
-        ).per_gpu(sharded=zstage >= 1, dp=dp, edp=edp)
-        offloaded = master_gpu + opt_gpu + fp32_grads
-        host_parts = offload_host_bytes(
-            offloaded,
-            shard_params_per_gpu=trainable_params.dense + trainable_params.routed,
+        ),
+        trainable_parameters=trainable_params.dense + trainable_params.routed,
+        activations_bytes=acts.peak,
+        overhead_bytes=context + fragmentation,
+        state_details=details,
+        activation_details={
+            "activations.saved_bytes": acts.saved,
+            "activations.logits_buffer_bytes": acts.loss_saved + acts.logits_transient,
+            "activations.recompute_working_set_bytes": acts.recompute_working_set,
+            "activations.micro_batches_in_flight": acts.micro_batches_in_flight,
+            "overhead.cuda_context_bytes": context,
+            "overhead.fragmentation_bytes": fragmentation,
+        },
+    )
+
+
+class _OnGpu(Struct, frozen=True, kw_only=True):
+    """A stage's states sharded over DP: bytes on its GPU (and per node on the host)."""
+
+    weights: int
+    gradients: int
+    master: int
+    optimizer: int
+    gathered: tuple[int, int] | None
+    host: OffloadHost | None
+    gradients_offloaded: int
+    total: int
+
+
+def _on_gpu(
+    states: StageStates,
+    *,
+    sharding: Sharding,
+    offload: bool,
+    dp: int,
+    edp: int,
+    gpus_per_node: int,
+) -> _OnGpu:
+    """ZeRO stage z shards optimizer state and master weights over ``dp`` (routed experts over
+    ``edp`` = DP / EP) from z = 1, gradients from 2, weights from 3, which then gathers a unit
+    at a time (:func:`.model_states.zero3_gathered_bytes`); ``offload`` moves master, optimizer
+    and fp32 gradients to the host (:func:`.model_states.offload_host_bytes`)."""
+    z = ZERO_STAGE[sharding]
+    weights = states.weights.per_gpu(sharded=z >= 3, dp=dp, edp=edp) + (
+        states.frozen_weights.per_gpu(sharded=z >= 3, dp=dp, edp=edp)
+    )
+    grads = states.gradients.per_gpu(sharded=z >= 2, dp=dp, edp=edp)
+    master = states.master.per_gpu(sharded=z >= 1, dp=dp, edp=edp)
+    opt = states.optimizer.per_gpu(sharded=z >= 1, dp=dp, edp=edp)
+    gathered: tuple[int, int] | None = None
+    gathered_grads = 0
+    if z >= 3:
+        unit_kind: GatherUnit = "block" if sharding == "fsdp" else "module"
+        shard = states.shard
+        unit = shard.block_params if unit_kind == "block" else shard.largest_module
+        both = zero3_gathered_bytes(
+            unit,
+            weight_bytes=states.unit_weight_bytes,
+            gradient_bytes=states.unit_gradient_bytes,
+            unit=unit_kind,
+        )
+        gathered_grads = unit * states.unit_gradient_bytes
+        gathered = (both - gathered_grads, gathered_grads)
+        weights += both - gathered_grads
+        grads += gathered_grads
+    host = None
+    offloaded = 0
+    if offload:
+        fp32_grads = states.offloaded_gradients.per_gpu(sharded=z >= 1, dp=dp, edp=edp)
+        host = offload_host_bytes(
+            master + opt + fp32_grads,
+            shard_params_per_gpu=states.trainable_parameters,
             gpus_per_node=gpus_per_node,
-            zero_init=zstage >= 3,
+            zero_init=z >= 3,
         )
-        host = host_parts.total_bytes
-        details["host.offloaded_states_bytes"] = host_parts.steady_bytes
-        details["host.loading_peak_bytes"] = host_parts.loading_peak_bytes
-        details["gradients.offloaded_bytes"] = grads_gpu - details.get(
-            "gradients.zero3_gathered_bytes", 0
-        )
-        grads_gpu = details.get("gradients.zero3_gathered_bytes", 0)
-        master_gpu = opt_gpu = 0
-    details["optimizer.master_weights_bytes"] = master_gpu
-    details["optimizer.state_bytes"] = opt_gpu
+        offloaded = grads - gathered_grads
+        grads = gathered_grads
+        master = opt = 0
+    return _OnGpu(
+        weights=weights,
+        gradients=grads,
+        master=master,
+        optimizer=opt,
+        gathered=gathered,
+        host=host,
+        gradients_offloaded=offloaded,
+        total=(weights + grads + master + opt + states.activations_bytes + states.overhead_bytes),
+    )
 
-    acts = _activations(arch, workload, plan, stage, setup, inventories, parts)
-    details["activations.saved_bytes"] = acts.saved
-    details["activations.logits_buffer_bytes"] = acts.loss_saved + acts.logits_transient
-    details["activations.recompute_working_set_bytes"] = acts.recompute_working_set
-    details["activations.micro_batches_in_flight"] = acts.micro_batches_in_flight
-    activations = acts.peak
-    context, fragmentation = runtime_overhead_bytes(activations, overhead)
-    details["overhead.cuda_context_bytes"] = context
-    details["overhead.fragmentation_bytes"] = fragmentation
-    overhead_bytes = context + fragmentation
 
-    optimizer_gpu = master_gpu + opt_gpu
-    total = weights_gpu + grads_gpu + optimizer_gpu + activations + overhead_bytes
-    breakdown = MemoryBreakdown(
-        weights_bytes=weights_gpu,
-        gradients_bytes=grads_gpu,
-        optimizer_bytes=optimizer_gpu,
-        activations_bytes=activations,
+def _breakdown(states: StageStates, on_gpu: _OnGpu, capacity_bytes: int | None) -> MemoryBreakdown:
+    """The breakdown of one stage (``details`` in the order of the terms)."""
+    details = dict(states.state_details)
+    if on_gpu.gathered is not None:
+        details["weights.zero3_gathered_bytes"] = on_gpu.gathered[0]
+        details["gradients.zero3_gathered_bytes"] = on_gpu.gathered[1]
+    if on_gpu.host is not None:
+        details["host.offloaded_states_bytes"] = on_gpu.host.steady_bytes
+        details["host.loading_peak_bytes"] = on_gpu.host.loading_peak_bytes
+        details["gradients.offloaded_bytes"] = on_gpu.gradients_offloaded
+    details["optimizer.master_weights_bytes"] = on_gpu.master
+    details["optimizer.state_bytes"] = on_gpu.optimizer
+    details.update(states.activation_details)
+    total = on_gpu.total
+    return MemoryBreakdown(
+        weights_bytes=on_gpu.weights,
+        gradients_bytes=on_gpu.gradients,
+        optimizer_bytes=on_gpu.master + on_gpu.optimizer,
+        activations_bytes=states.activations_bytes,
         kv_cache_bytes=0,
-        overhead_bytes=overhead_bytes,
+        overhead_bytes=states.overhead_bytes,
         total_bytes=total,
         capacity_bytes=capacity_bytes or 0,
         headroom_fraction=(1 - total / capacity_bytes) if capacity_bytes else None,
-        host_bytes=host,
+        host_bytes=on_gpu.host.total_bytes if on_gpu.host is not None else 0,
         details=details,
     )
-    return _StageResult(breakdown=breakdown, total=total)
 
 
 def _base_weights(arch: Architecture, workload: TrainingWorkload, shard: ShardParams) -> _Split:
@@ -340,6 +493,96 @@ def _activations(
     )
 
 
+def stage_states(
+    arch: Architecture,
+    workload: TrainingWorkload,
+    plan: ParallelPlan,
+    *,
+    overhead: OverheadModel,
+    kernels: Kernels | None = None,
+    parts: Parts = FRESH,
+) -> tuple[StageStates, ...]:
+    """Phase one of :func:`training_breakdown`: the states of every stage that can be the most
+    loaded one, before ZeRO and data parallelism divide them: of the candidate stages
+    (:meth:`.parts.Parts.stages`), those that no earlier stage covers (:meth:`StageStates.covers`).
+
+    Reads of ``plan`` only what :func:`stage_key` keys, so it can be remembered per key.
+    ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts.
+
+    Raises:
+        InvalidSpecError: an unknown LoRA target (``workload.lora_targets.N``).
+    """
+    adapters = parts.adapters(arch, workload) if workload.method in ("lora", "qlora") else None
+    chosen = kernels or activation_kernels(arch, plan)
+    setup = _activation_setup(arch, workload, plan, adapters, chosen)
+    # every stage's layers are of these kinds; their inventories do not depend on the stage
+    inventories = parts.inventories(arch, setup)
+    stages = (
+        parts.stages(arch, plan.pipeline_parallel)
+        if overhead.fragmentation_fraction >= 0  # more activations never mean less overhead
+        else range(plan.pipeline_parallel)
+    )
+    kept: list[StageStates] = []
+    for stage in stages:
+        states = _stage_states(
+            arch,
+            workload,
+            plan,
+            stage,
+            adapters=adapters,
+            overhead=overhead,
+            setup=setup,
+            inventories=inventories,
+            parts=parts,
+        )
+        # a stage that an earlier one covers is never the heaviest (the first of equal totals
+        # is); on a uniform dense stack stage 0 usually covers the others but the last
+        if not any(earlier.covers(states) for earlier in kept):
+            kept.append(states)
+    return tuple(kept)
+
+
+def heaviest_stage(
+    workload: TrainingWorkload,
+    plan: ParallelPlan,
+    stages: tuple[StageStates, ...],
+    *,
+    capacity_bytes: int | None,
+    gpus_per_node: int,
+) -> MemoryBreakdown:
+    """Phase two of :func:`training_breakdown`: shard each stage's states with the plan's
+    effective sharding over its data parallelism (:func:`_on_gpu`) and report the stage with
+    the largest total (the first of equal totals).
+
+    Args:
+        workload: the training workload (its sharding when the plan has none, offload).
+        plan: the plan; its sharding, DP and EP give the ZeRO and expert-data-parallel groups.
+        stages: :func:`stage_states` of ``workload`` and ``plan`` (or of a plan with the same
+            :func:`stage_key`).
+        capacity_bytes: fills ``capacity_bytes`` and ``headroom_fraction``.
+        gpus_per_node: GPUs whose offloaded states one node's host holds.
+    """
+    sharding = effective_sharding(workload, plan)
+    offload = workload.cpu_offload_optimizer
+    dp = plan.data_parallel
+    edp = max(1, dp // plan.expert_parallel)
+    best: tuple[StageStates, _OnGpu] | None = None
+    for states in stages:
+        on_gpu = _on_gpu(
+            states,
+            sharding=sharding,
+            offload=offload,
+            dp=dp,
+            edp=edp,
+            gpus_per_node=gpus_per_node,
+        )
+        if best is None or on_gpu.total > best[1].total:
+            best = (states, on_gpu)
+    if best is None:  # pipeline_parallel >= 1 is validated before
+        raise ValueError("pipeline_parallel must be at least 1")
+    return _breakdown(*best, capacity_bytes)
+
+
 def training_breakdown(
     arch: Architecture,
     workload: TrainingWorkload,
@@ -351,37 +594,13 @@ def training_breakdown(
     kernels: Kernels | None = None,
     parts: Parts = FRESH,
 ) -> MemoryBreakdown:
-    """The requirement of the most loaded GPU of a training plan (see module docstring).
+    """The requirement of the most loaded GPU of a training plan (see module docstring), in
+    two phases: the stages' states (:func:`stage_states`, independent of DP but for the
+    micro-batches in flight), then their sharding over DP (:func:`heaviest_stage`).
 
     ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts.
     """
-    adapters = parts.adapters(arch, workload) if workload.method in ("lora", "qlora") else None
-    chosen = kernels or activation_kernels(arch, plan)
-    setup = _activation_setup(arch, workload, plan, adapters, chosen)
-    # every stage's layers are of these kinds; their inventories do not depend on the stage
-    inventories = parts.inventories(arch, setup)
-    best: _StageResult | None = None
-    stages = (
-        parts.stages(arch, plan.pipeline_parallel)
-        if overhead.fragmentation_fraction >= 0  # more activations never mean less overhead
-        else range(plan.pipeline_parallel)
+    stages = stage_states(arch, workload, plan, overhead=overhead, kernels=kernels, parts=parts)
+    return heaviest_stage(
+        workload, plan, stages, capacity_bytes=capacity_bytes, gpus_per_node=gpus_per_node
     )
-    for stage in stages:
-        result = _stage(
-            arch,
-            workload,
-            plan,
-            stage,
-            adapters=adapters,
-            capacity_bytes=capacity_bytes,
-            gpus_per_node=gpus_per_node,
-            overhead=overhead,
-            setup=setup,
-            inventories=inventories,
-            parts=parts,
-        )
-        if best is None or result.total > best.total:
-            best = result
-    if best is None:  # pipeline_parallel >= 1 is validated before
-        raise ValueError("pipeline_parallel must be at least 1")
-    return best.breakdown
