@@ -49,7 +49,11 @@ from typing import Any, NamedTuple
 from msgspec import Struct
 
 from gpu_advisor.core.planner.hardware import Links, links
-from gpu_advisor.core.planner.performance import engine_sequence_limit, max_concurrency
+from gpu_advisor.core.planner.performance import (
+    engine_sequence_limit,
+    max_concurrency,
+    serving_flops,
+)
 from gpu_advisor.core.planner.serving_speed import ReplicaSpeed, deployed, smallest_true
 from gpu_advisor.core.planner.topology import (
     PIPELINE_MAX,
@@ -138,6 +142,7 @@ class ServingPlanner:
         self._too_long = context_limit_reason(
             arch.name, arch.max_position_embeddings, workload.context_length
         )
+        self._flops = serving_flops(arch, workload)
         # Per-request memos shared by the groups: a replica's fit depends on the group only
         # through its GPU capacity (exposed and usable bytes), its speed only through the fit,
         # the GPU, compute path, efficiency and links (ReplicaSpeed).
@@ -384,6 +389,7 @@ class ServingPlanner:
             found = self._speeds[key] = ReplicaSpeed(
                 self.space,
                 self.workload,
+                self._flops,
                 replica=fit.replica,
                 one=fit.one,
                 per_replica=fit.per_replica,

@@ -20,6 +20,7 @@ from gpu_advisor.core.gpus import GpuSpec
 from gpu_advisor.core.planner.hardware import ComputePath, Links
 from gpu_advisor.core.planner.performance import (
     InferenceEstimate,
+    ServingFlops,
     deployment_tokens_per_second,
     estimate_inference,
 )
@@ -75,6 +76,7 @@ class ReplicaSpeed:
     Args:
         space: the request's search space (model, memory estimator).
         workload: the request's serving workload.
+        flops: :func:`~.performance.serving_flops` of the request's model and workload.
         replica: the replica's TP x PP (x EP), ``data_parallel`` 1.
         one: per-GPU requirement of the replica holding one sequence (``data_parallel`` =
             ``workload.concurrency``: one sequence per replica).
@@ -91,6 +93,7 @@ class ReplicaSpeed:
         self,
         space: SearchSpace,
         workload: InferenceWorkload,
+        flops: ServingFlops,
         *,
         replica: ParallelPlan,
         one: MemoryBreakdown,
@@ -103,6 +106,7 @@ class ReplicaSpeed:
     ) -> None:
         self._space = space
         self._workload = workload
+        self._flops = flops
         self._replica = replica
         self._one = one
         self._single = deployed(replica, workload.concurrency)
@@ -131,6 +135,7 @@ class ReplicaSpeed:
                 self._per_replica,
                 self._efficiency,
                 batch=batch,
+                flops=self._flops,
             ).tokens_per_second
         return found
 
@@ -167,6 +172,7 @@ class ReplicaSpeed:
                 self._link,
                 self._per_replica,
                 self._efficiency,
+                flops=self._flops,
             )
             tokens = deployment_tokens_per_second(self.rate, self._workload.concurrency, replicas)
             found = self._deployments[replicas] = Deployment(plan, memory, estimate, tokens)
