@@ -5,10 +5,10 @@ through the replica's fit (its shape and per-GPU requirement on the group's GPU 
 the GPU, the compute path of the weight dtype, the prefill efficiency and the links of its
 collectives: the other inputs of
 :func:`~gpu_advisor.core.planner.performance.estimate_inference` (the model, the workload)
-are the request's. Groups that agree on all of those -- e.g. one GPU type in several
-instance sizes or regions' offerings with the same links -- share one :class:`ReplicaSpeed`:
-its rates per batch, its throughput-target searches and its deployed estimates are computed
-once per request instead of once per group.
+are the request's. Groups that agree on all of those -- e.g. instances of one GPU type with
+4 and 8 GPUs, both on NVLink, sizing a replica of 2 -- share one :class:`ReplicaSpeed`: its
+rates per batch, its throughput-target searches and its deployed estimates are computed once
+per request instead of once per group.
 """
 
 from __future__ import annotations
