@@ -8,6 +8,7 @@ from mem_data import GIB, arch, bug_case, published_case
 
 from gpu_advisor.core.memory import estimate_memory
 from gpu_advisor.core.memory.kv_cache import (
+    cached_tokens,
     cross_attention_kv_bytes,
     kv_bytes_per_token_per_layer,
     kv_cache_bytes,
@@ -80,6 +81,21 @@ def test_b07_kind_sliding_window_layers_hold_the_window():
     assert got / GIB == pytest.approx(bug_case("B07")["expected"]["kv_GiB"], abs=0.05)
     naive = 62 * per_layer_token * 131072
     assert naive / GIB == pytest.approx(bug_case("B07")["expected"]["naive_all_full_GiB"], abs=0.05)
+
+
+def test_cached_tokens_of_a_pipeline_stage():
+    """Tokens one sequence caches in a stage's layers: Llama-3.1-8B (32 full layers) at 8,192
+    tokens, layers [8, 16): 8 x 8,192 = 65,536; Gemma-3-27B (a full layer every 6th: layers
+    5, 11, ...; 1,024-token windows elsewhere), layers [0, 12): 2 x 8,192 + 10 x 1,024 =
+    26,624; a range past the last layer counts only the layers there are."""
+    llama = arch("meta-llama--Llama-3.1-8B")
+    assert cached_tokens(llama, 8192, (8, 16)) == 8 * 8192 == 65_536
+    assert cached_tokens(llama, 8192, (24, 40)) == 8 * 8192
+    assert cached_tokens(llama, 8192, (0, 0)) == 0
+    gemma = arch("google--gemma-3-27b-it")
+    assert gemma.layer_windows[5] is None
+    assert gemma.layer_windows[11] is None
+    assert cached_tokens(gemma, 8192, (0, 12)) == 2 * 8192 + 10 * 1024 == 26_624
 
 
 def test_d07_mistral_rolling_buffer_is_8x_smaller_at_32k():

@@ -24,6 +24,7 @@ from gpu_advisor.core.planner.performance import (
     gradient_sync_bytes,
     max_concurrency,
     ring_allreduce_seconds,
+    serving_flops,
 )
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
 from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
@@ -68,6 +69,24 @@ def test_inference_flops() -> None:
     assert decode_flops_per_token(ARCH, 1000) == 2 * 10**9 + 2 * 8192 * 32 * 1000
     # prefill of 1,000 tokens: (2 N + 2 (d_qk + d_v) L P / 2) P
     assert prefill_flops(ARCH, 1000) == (2 * 10**9 + 2 * 8192 * 32 * 500) * 1000
+
+
+def test_serving_flops_are_one_requests_constants() -> None:
+    # context 1,256 with 512 output tokens: prompt 744, decoding at 744 + 512 / 2 = 1,000
+    # cached tokens on average.
+    workload = InferenceWorkload(context_length=1256, output_tokens=512, concurrency=4)
+    flops = serving_flops(ARCH, workload)
+    assert flops.prompt_tokens == 744.0
+    assert flops.mean_context_tokens == 1000.0
+    assert flops.decode_flops_per_token == 2 * 10**9 + 2 * 8192 * 32 * 1000
+    assert flops.prefill_flops == (2 * 10**9 + 2 * 8192 * 32 * 372) * 744
+    # passing them in changes nothing (the planner computes them once per request)
+    memory = MemoryBreakdown(weights_bytes=2 * 10**9, kv_cache_bytes=GIB, total_bytes=0)
+    args = (ARCH, workload, ParallelPlan(), memory, GPUS["H100-SXM-80GB"], H100_BF16, NVLINK)
+    for batch in (1, 3):
+        assert estimate_inference(
+            *args, concurrency_limit=4, efficiency=0.4, batch=batch, flops=flops
+        ) == estimate_inference(*args, concurrency_limit=4, efficiency=0.4, batch=batch)
 
 
 def test_single_gpu_training_step() -> None:

@@ -133,9 +133,22 @@ def kv_cache_bytes(
     per_layer = per_layer_token_bytes(
         arch, element_bytes=element_bytes, tensor_parallel=tensor_parallel
     )
+    return cached_tokens(arch, context_tokens, (start, end)) * per_layer * sequences
+
+
+def cached_tokens(arch: Architecture, context_tokens: int, layer_range: tuple[int, int]) -> int:
+    """Tokens the decoder layers ``[start, end)`` cache for one sequence of
+    ``context_tokens``, summed over the layers (:func:`layer_token_capacity` of each).
+
+    Example: Gemma-2-style alternation of 4,096-token windows and full layers, 8,192-token
+    context, layers [0, 4): 4,096 + 8,192 + 4,096 + 8,192 = 24,576 tokens.
+    """
+    start, end = layer_range
+    if not arch.layer_windows:
+        # every layer holds the whole context (range slicing counts the layers in range)
+        return len(range(arch.num_layers)[start:end]) * context_tokens
     windows = _windows(arch, arch.num_layers)[start:end]
-    tokens = sum(layer_token_capacity(w, context_tokens) for w in windows)
-    return tokens * per_layer * sequences
+    return sum(layer_token_capacity(w, context_tokens) for w in windows)
 
 
 def cross_attention_kv_bytes(

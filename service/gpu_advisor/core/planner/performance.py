@@ -335,6 +335,38 @@ def prompt_tokens(workload: InferenceWorkload, arch: Architecture | None = None)
     return max(1, workload.context_length - workload.output_tokens)
 
 
+class ServingFlops(Struct, frozen=True, kw_only=True):
+    """The parts of :func:`estimate_inference` that depend on the model and the workload only
+    (one request's plans all share them).
+
+    Attributes:
+        prompt_tokens: :func:`prompt_tokens` of the workload (float).
+        mean_context_tokens: context while decoding, on average: the prompt plus half the
+            output tokens, at most ``context_length``.
+        prefill_flops: forward FLOPs of one prompt (:func:`~.flops.prefill_flops`).
+        decode_flops_per_token: forward FLOPs of one generated token at the mean context
+            (:func:`~.flops.decode_flops_per_token`).
+    """
+
+    prompt_tokens: float
+    mean_context_tokens: float
+    prefill_flops: float
+    decode_flops_per_token: float
+
+
+def serving_flops(arch: Architecture, workload: InferenceWorkload) -> ServingFlops:
+    """:class:`ServingFlops` of ``arch`` serving ``workload``."""
+    prompt = float(prompt_tokens(workload, arch))
+    output = float(workload.output_tokens)
+    mean_context = min(prompt + output / 2.0, float(workload.context_length))
+    return ServingFlops(
+        prompt_tokens=prompt,
+        mean_context_tokens=mean_context,
+        prefill_flops=prefill_flops(arch, prompt),
+        decode_flops_per_token=decode_flops_per_token(arch, mean_context),
+    )
+
+
 def _expert_read_fraction(arch: Architecture, batch: int) -> float:
     """Share of the weights a decode step reads: all dense weights, and of the routed experts
     the expected share touched by ``batch`` tokens routed uniformly to ``k`` of ``E`` experts,
@@ -360,6 +392,7 @@ def estimate_inference(
     efficiency: float,
     *,
     batch: int | None = None,
+    flops: ServingFlops | None = None,
 ) -> InferenceEstimate:
     """Throughput and latency of one replica of ``plan``.
 
@@ -378,6 +411,8 @@ def estimate_inference(
         batch: sequences the replica serves together; default its share of the
             concurrency, :func:`sequences_per_replica` of ``plan``. Capped at
             ``concurrency_limit``.
+        flops: :func:`serving_flops` of ``arch`` and ``workload`` when the caller has it
+            already (it depends on neither the plan nor the GPU).
     """
     t, p = plan.tensor_parallel, plan.pipeline_parallel
     if batch is None:
@@ -385,15 +420,17 @@ def estimate_inference(
     if concurrency_limit is not None:
         batch = min(batch, concurrency_limit)
     batch = max(1, batch)
-    prompt = float(prompt_tokens(workload, arch))
+    if flops is None:
+        flops = serving_flops(arch, workload)
+    prompt = flops.prompt_tokens
     output = float(workload.output_tokens)
-    mean_context = min(prompt + output / 2.0, float(workload.context_length))
+    mean_context = flops.mean_context_tokens
     bandwidth = max(gpu.memory_bandwidth_bytes_per_s, 1) * DECODE_BANDWIDTH_EFFICIENCY
     peak = compute.tflops * 1e12 * efficiency
     if arch.encoder_only:
         # one forward pass over the batch: its FLOPs, or one read of the weights
         forward_s = max(
-            batch * prefill_flops(arch, prompt) / (t * peak),
+            batch * flops.prefill_flops / (t * peak),
             p * memory.weights_bytes / bandwidth,
             _TINY_SECONDS,
         )
@@ -414,14 +451,14 @@ def estimate_inference(
         * min(1.0, mean_context / workload.context_length)
     )
     memory_s = p * (weights_read + kv_read) / bandwidth
-    compute_s = batch * decode_flops_per_token(arch, mean_context) / (t * peak)
+    compute_s = batch * flops.decode_flops_per_token / (t * peak)
     tp_s = 0.0
     if t > 1 and link.tp_medium == "pcie":
         message = batch * arch.hidden_size * ACTIVATION_BYTES
         tp_s = arch.num_layers * 2 * ring_allreduce_seconds(message, t, link.tp_bytes_per_s)
     step = max(memory_s, compute_s, _TINY_SECONDS) + tp_s
     prefill_s = max(
-        prefill_flops(arch, prompt) / (t * peak),
+        flops.prefill_flops / (t * peak),
         p * memory.weights_bytes / bandwidth,
         _TINY_SECONDS,
     )

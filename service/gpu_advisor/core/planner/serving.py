@@ -44,19 +44,17 @@ at this concurrency (``split_for_target``) or throughput per GPU (``tp_for_throu
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from msgspec import Struct
 
 from gpu_advisor.core.planner.hardware import Links, links
 from gpu_advisor.core.planner.performance import (
-    InferenceEstimate,
-    deployment_tokens_per_second,
     engine_sequence_limit,
-    estimate_inference,
     max_concurrency,
+    serving_flops,
 )
+from gpu_advisor.core.planner.serving_speed import ReplicaSpeed, deployed, smallest_true
 from gpu_advisor.core.planner.topology import (
     PIPELINE_MAX,
     GroupContext,
@@ -92,12 +90,20 @@ class ReplicaFit(Struct, frozen=True, kw_only=True):
     engine_limited: bool = False
 
 
-class _ReplicaFit(NamedTuple):
-    """A remembered :meth:`ServingPlanner.fit_replica` answer and what it noted."""
+class _Fitted(NamedTuple):
+    """Whether a replica shape, or the first of a replica size's shapes, holds one
+    full-context sequence on one GPU capacity (:meth:`ServingPlanner.fit_size`).
 
-    result: ReplicaFit | None
+    Attributes:
+        fit: the fitting shape, None when none does.
+        nearest: the smallest requirement the shapes tried met.
+        pool: the last ``kv_pool_too_small`` among the shapes tried, its data without the
+            GPU id (:func:`_on_gpu` adds the group's).
+    """
+
+    fit: ReplicaFit | None
     nearest: Nearest
-    pool: list[Reason]
+    pool: Reason | None
 
 
 class _Sized(Struct, frozen=True, kw_only=True):
@@ -107,18 +113,6 @@ class _Sized(Struct, frozen=True, kw_only=True):
     nodes: int | None = None
     option: PlanOption | None = None
     rejection: Reason | None = None
-
-
-def smallest_true(ok: Callable[[int], bool], low: int, high: int) -> int:
-    """Smallest ``n`` in ``[low, high]`` with ``ok(n)``, for ``ok`` monotone (false then true)
-    and ``ok(high)`` true."""
-    while low < high:
-        middle = (low + high) // 2
-        if ok(middle):
-            high = middle
-        else:
-            low = middle + 1
-    return high
 
 
 def context_limit_reason(arch_name: str, limit: int | None, context: int) -> Reason | None:
@@ -144,10 +138,20 @@ class ServingPlanner:
         self.throughput_matters = (
             objective == "cost_per_million_tokens" or workload.target_tokens_per_second is not None
         )
-        # Per-request memos: groups of one GPU type and count share their replica searches.
-        self._replica_fits: dict[tuple[Any, ...], _ReplicaFit] = {}
+        arch = space.arch
+        self._too_long = context_limit_reason(
+            arch.name, arch.max_position_embeddings, workload.context_length
+        )
+        self._flops = serving_flops(arch, workload)
+        # Per-request memos shared by the groups: a replica's fit depends on the group only
+        # through its GPU capacity (exposed and usable bytes), its speed only through the fit,
+        # the GPU, compute path, efficiency and links (ReplicaSpeed).
+        self._shape_fits: dict[tuple[int, int, int, float], _Fitted] = {}
+        self._size_fits: dict[tuple[tuple[tuple[int, int], ...], int, float], _Fitted] = {}
+        self._by_memory: dict[tuple[ParallelPlan, int, float], int] = {}
+        self._speeds: dict[tuple[Any, ...], ReplicaSpeed] = {}
         self._sizes: dict[tuple[int, int], list[tuple[int, bool]]] = {}
-        self._shapes: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+        self._shapes: dict[tuple[int, int, int], tuple[tuple[int, int], ...]] = {}
         self._fits_on: dict[tuple[Any, ...], int | None] = {}
 
     def replica_sizes(self, g: int, max_replica_nodes: int) -> list[tuple[int, bool]]:
@@ -163,7 +167,7 @@ class ServingPlanner:
             found = self._sizes[key] = inside + idle + across
         return found
 
-    def replica_shapes(self, r: int, g: int, tp_cap: int) -> list[tuple[int, int]]:
+    def replica_shapes(self, r: int, g: int, tp_cap: int) -> tuple[tuple[int, int], ...]:
         """``(t, p)`` with ``t x p = r``, TP first (TP speeds decode, PP only adds memory):
         TP a power of two dividing ``r`` (inside one node) or, for a replica of whole nodes,
         dividing ``g``; PP at most the layers and :data:`PIPELINE_MAX`. Memoised."""
@@ -172,20 +176,12 @@ class ServingPlanner:
         if found is None:
             tps = self.space.tensor_degrees(r if r <= g else g, tp_cap)
             most = min(self.space.arch.num_layers, PIPELINE_MAX)
-            found = self._shapes[key] = [
+            found = self._shapes[key] = tuple(
                 (t, r // t) for t in reversed(tps) if r % t == 0 and r // t <= most
-            ]
+            )
         return found
 
     # --- memory -----------------------------------------------------------------------------
-
-    def _deployed(self, replica: ParallelPlan, replicas: int) -> ParallelPlan:
-        return ParallelPlan(
-            tensor_parallel=replica.tensor_parallel,
-            pipeline_parallel=replica.pipeline_parallel,
-            data_parallel=replicas,
-            expert_parallel=replica.expert_parallel,
-        )
 
     def _holds(self, memory: MemoryBreakdown | None, usable: float) -> bool:
         """The requirement fits the usable memory and its KV cache fits the engine's pool."""
@@ -193,45 +189,48 @@ class ServingPlanner:
             return False
         return memory.kv_pool_bytes is None or memory.kv_cache_bytes <= memory.kv_pool_bytes
 
-    def fit_replica(
-        self,
-        t: int,
-        p: int,
-        ctx: GroupContext,
-        nearest: Nearest,
-        pool: list[Reason],
-    ) -> ReplicaFit | None:
-        """The first EP degree at which a ``t x p`` replica holds one full-context sequence;
-        ``nearest`` / ``pool`` collect what a rejection would cite. Memoised per GPU
-        capacity (the side effects are replayed, with the group's own GPU id)."""
-        key = (t, p, ctx.key.memory_exposed_bytes, ctx.usable_bytes)
-        found = self._replica_fits.get(key)
+    def fit_size(self, r: int, g: int, tp_cap: int, exposed: int, usable: float) -> _Fitted:
+        """The first of :meth:`replica_shapes` ``(r, g, tp_cap)`` that holds one full-context
+        sequence on a GPU exposing ``exposed`` bytes with ``usable`` of them usable, with the
+        nearest miss and ``kv_pool_too_small`` of the shapes tried. Memoised per shapes and
+        capacity: groups of any GPU type, count and links with these share it."""
+        shapes = self.replica_shapes(r, g, tp_cap)
+        key = (shapes, exposed, usable)
+        found = self._size_fits.get(key)
         if found is None:
-            seen = Nearest()
-            reasons: list[Reason] = []
-            result = self._fit_replica(t, p, ctx, seen, reasons)
-            found = self._replica_fits[key] = _ReplicaFit(result, seen, reasons[-1:])
-        nearest.merge(found.nearest)
-        if found.pool:
-            reason = found.pool[0]
-            pool[:] = [Reason(code=reason.code, data={**reason.data, "gpu": ctx.gpu.id})]
-        return found.result
+            nearest = Nearest()
+            pool: Reason | None = None
+            fit: ReplicaFit | None = None
+            for t, p in shapes:
+                shape = self._fit_shape(t, p, exposed, usable)
+                nearest.merge(shape.nearest)
+                if shape.pool is not None:
+                    pool = shape.pool
+                if shape.fit is not None:
+                    fit = shape.fit
+                    break
+            found = self._size_fits[key] = _Fitted(fit, nearest, pool)
+        return found
 
-    def _fit_replica(
-        self,
-        t: int,
-        p: int,
-        ctx: GroupContext,
-        nearest: Nearest,
-        pool: list[Reason],
-    ) -> ReplicaFit | None:
-        memory_of, usable = self.space.memory, ctx.usable_bytes
+    def _fit_shape(self, t: int, p: int, exposed: int, usable: float) -> _Fitted:
+        """The first EP degree at which a ``t x p`` replica holds one full-context sequence
+        (memoised per capacity, as :meth:`fit_size`)."""
+        key = (t, p, exposed, usable)
+        found = self._shape_fits.get(key)
+        if found is None:
+            found = self._shape_fits[key] = self._compute_fit_shape(t, p, exposed, usable)
+        return found
+
+    def _compute_fit_shape(self, t: int, p: int, exposed: int, usable: float) -> _Fitted:
+        memory_of = self.space.memory
         concurrency = self.workload.concurrency
+        nearest = Nearest()
+        pool: Reason | None = None
         for e in self.space.expert_degrees(1):
             replica = ParallelPlan(tensor_parallel=t, pipeline_parallel=p, expert_parallel=e)
             # one sequence per replica: as many replicas as sequences
-            single = self._deployed(replica, concurrency)
-            memory = memory_of(single, ctx.key.memory_exposed_bytes)
+            single = deployed(replica, concurrency)
+            memory = memory_of(single, exposed)
             if memory is None:
                 continue
             if nearest.note(single, memory) > usable:
@@ -244,67 +243,71 @@ class ServingPlanner:
                     if memory.kv_pool_bytes is not None
                     else int(usable - (memory.total_bytes - memory.kv_cache_bytes)),
                 )
-                pool[:] = [
-                    Reason(
-                        code="kv_pool_too_small",
-                        data={
-                            "gpu": ctx.gpu.id,
-                            "kv_pool_bytes": kv_pool,
-                            "sequence_bytes": memory.kv_cache_bytes,
-                            "context_length": self.workload.context_length,
-                            "tensor_parallel": t,
-                            "pipeline_parallel": p,
-                            "weights_bytes": memory.weights_bytes,
-                            "reserved_bytes": memory.engine_reserved_bytes,
-                            "gpu_memory_utilization": self.workload.gpu_memory_utilization,
-                            "exposed_bytes": ctx.key.memory_exposed_bytes,
-                        },
-                    )
-                ]
+                pool = Reason(
+                    code="kv_pool_too_small",
+                    data={
+                        "kv_pool_bytes": kv_pool,
+                        "sequence_bytes": memory.kv_cache_bytes,
+                        "context_length": self.workload.context_length,
+                        "tensor_parallel": t,
+                        "pipeline_parallel": p,
+                        "weights_bytes": memory.weights_bytes,
+                        "reserved_bytes": memory.engine_reserved_bytes,
+                        "gpu_memory_utilization": self.workload.gpu_memory_utilization,
+                        "exposed_bytes": exposed,
+                    },
+                )
                 continue
-            limit = engine_sequence_limit(self.workload, ctx.key.memory_exposed_bytes)
+            limit = engine_sequence_limit(self.workload, exposed)
             if limit is not None and (most is None or most > limit):
-                return ReplicaFit(
+                fit = ReplicaFit(
                     replica=replica, one=memory, per_replica=limit, engine_limited=True
                 )
-            return ReplicaFit(replica=replica, one=memory, per_replica=most)
-        return None
+                return _Fitted(fit, nearest, pool)
+            return _Fitted(ReplicaFit(replica=replica, one=memory, per_replica=most), nearest, pool)
+        return _Fitted(None, nearest, pool)
 
     def _replicas_for_memory(self, fit: ReplicaFit, ctx: GroupContext) -> int:
         """Fewest replicas of ``fit``'s shape whose share of the sequences fits: the linear
         estimate ``ceil(concurrency / per_replica)``, confirmed with the estimator (the
         generic engine's prefill peak grows with the share, a little faster than the
-        estimate), else the smallest count that fits."""
+        estimate), else the smallest count that fits. Memoised per shape and capacity (as
+        :meth:`fit_size`)."""
+        exposed, usable = ctx.key.memory_exposed_bytes, ctx.usable_bytes
+        key = (fit.replica, exposed, usable)
+        found = self._by_memory.get(key)
+        if found is not None:
+            return found
         concurrency = self.workload.concurrency
         if fit.per_replica is None:
-            return 1
-        guess = min(concurrency, math.ceil(concurrency / fit.per_replica))
+            found = 1
+        else:
+            guess = min(concurrency, math.ceil(concurrency / fit.per_replica))
 
-        def holds(replicas: int) -> bool:
-            memory = self.space.memory(
-                self._deployed(fit.replica, replicas), ctx.key.memory_exposed_bytes
-            )
-            return self._holds(memory, ctx.usable_bytes)
+            def holds(replicas: int) -> bool:
+                return self._holds(
+                    self.space.memory(deployed(fit.replica, replicas), exposed), usable
+                )
 
-        if guess >= concurrency or holds(guess):
-            return guess
-        return smallest_true(holds, guess + 1, concurrency)
+            if guess >= concurrency or holds(guess):
+                found = guess
+            else:
+                found = smallest_true(holds, guess + 1, concurrency)
+        self._by_memory[key] = found
+        return found
 
     # --- the deployment ---------------------------------------------------------------------
 
     def plan(self, ctx: GroupContext) -> GroupVerdict:
         """The chosen deployment of one group, or why none is possible."""
-        arch = self.space.arch
-        too_long = context_limit_reason(
-            arch.name, arch.max_position_embeddings, self.workload.context_length
-        )
-        if too_long is not None:
-            return GroupVerdict(rejection=too_long)
+        if self._too_long is not None:
+            return GroupVerdict(rejection=self._too_long)
         key = ctx.key
         g = key.gpu_count
+        exposed, usable = key.memory_exposed_bytes, ctx.usable_bytes
         max_replica_nodes = self.space.constraints.max_nodes if key.network_gbit_per_s else 1
         nearest = Nearest()
-        pool: list[Reason] = []
+        last_pool: Reason | None = None  # the last kv_pool_too_small met, without the GPU id
         limits: list[Reason] = []
         sized: list[_Sized] = []
         one_gpu: str | None = None  # why a one-GPU replica is not a candidate
@@ -323,14 +326,14 @@ class ServingPlanner:
                 if least > fewest or (least == fewest and not self.throughput_matters):
                     # it cannot need fewer instances, and a tie goes to the smaller replica
                     break
-            fit: ReplicaFit | None = None
-            for t, p in self.replica_shapes(r, g, ctx.tp_cap):
-                fit = self.fit_replica(t, p, ctx, nearest, pool)
-                if fit is not None:
-                    break
+            fitted = self.fit_size(r, g, ctx.tp_cap, exposed, usable)
+            nearest.merge(fitted.nearest)
+            if fitted.pool is not None:
+                last_pool = fitted.pool
+            fit = fitted.fit
             if fit is None:
                 if r == 1:
-                    one_gpu = "pool" if pool else "fit"
+                    one_gpu = "pool" if last_pool is not None else "fit"
                 continue
             outcome = self._size(ctx, fit)
             sized.append(outcome)
@@ -338,26 +341,24 @@ class ServingPlanner:
                 not limits or _distance(outcome.rejection) < _distance(limits[0])
             ):
                 limits[:] = [outcome.rejection]
+        pool = None if last_pool is None else _on_gpu(last_pool, ctx.gpu.id)
         options = [s.option for s in sized if s.option is not None]
         if options:
             return GroupVerdict(options=(self._choose(options, sized, ctx, one_gpu, pool),))
         if limits:
             return GroupVerdict(rejection=limits[0])
-        if pool:
-            return GroupVerdict(rejection=pool[0])
+        if pool is not None:
+            return GroupVerdict(rejection=pool)
 
         def fits_on(tp_cap: int, max_nodes: int) -> int | None:
             """Nodes of the smallest replica size that fits (sizes ascend in nodes)."""
-            key = (g, tp_cap, max_nodes, ctx.key.memory_exposed_bytes, ctx.usable_bytes)
+            key = (g, tp_cap, max_nodes, exposed, usable)
             if key not in self._fits_on:
                 self._fits_on[key] = next(
                     (
                         max(1, r // g)
                         for r, _ in self.replica_sizes(g, max_nodes)
-                        if any(
-                            self.fit_replica(t, p, ctx, Nearest(), []) is not None
-                            for t, p in self.replica_shapes(r, g, tp_cap)
-                        )
+                        if self.fit_size(r, g, tp_cap, exposed, usable).fit is not None
                     ),
                     None,
                 )
@@ -374,33 +375,31 @@ class ServingPlanner:
         if nearest.plan is None or nearest.memory is None:
             return nearest
         quoted = Nearest(one_sequence_per_replica=self.workload.concurrency > 1)
-        quoted.note(self._deployed(nearest.plan, 1), nearest.memory)
+        quoted.note(deployed(nearest.plan, 1), nearest.memory)
         return quoted
 
-    def _rate(self, fit: ReplicaFit, ctx: GroupContext, link: Links) -> Callable[[int], float]:
-        """Tokens per second of one replica of ``fit``'s shape serving ``n`` sequences."""
-        single = self._deployed(fit.replica, self.workload.concurrency)
-        arch, workload = self.space.arch, self.workload
-        known: dict[int, float] = {}  # the searches ask for the same batches again
-
-        def rate(batch: int) -> float:
-            found = known.get(batch)
-            if found is None:
-                found = known[batch] = estimate_inference(
-                    arch,
-                    workload,
-                    single,
-                    fit.one,
-                    ctx.gpu,
-                    ctx.compute,
-                    link,
-                    fit.per_replica,
-                    ctx.efficiency,
-                    batch=batch,
-                ).tokens_per_second
-            return found
-
-        return rate
+    def _speed(self, fit: ReplicaFit, ctx: GroupContext, link: Links) -> ReplicaSpeed:
+        """The speeds of ``fit``'s shape on the group's GPU over ``link``, shared by every
+        group with the same fit (shape and capacity), GPU, compute path, efficiency and
+        links (:mod:`.serving_speed`)."""
+        exposed, usable = ctx.key.memory_exposed_bytes, ctx.usable_bytes
+        key = (fit.replica, exposed, usable, ctx.gpu, ctx.compute, ctx.efficiency, link)
+        found = self._speeds.get(key)
+        if found is None:
+            found = self._speeds[key] = ReplicaSpeed(
+                self.space,
+                self.workload,
+                self._flops,
+                replica=fit.replica,
+                one=fit.one,
+                per_replica=fit.per_replica,
+                capacity_bytes=exposed,
+                gpu=ctx.gpu,
+                compute=ctx.compute,
+                efficiency=ctx.efficiency,
+                link=link,
+            )
+        return found
 
     def _size(self, ctx: GroupContext, fit: ReplicaFit) -> _Sized:
         """Replicas and instances of one replica shape (module docstring), or the limit
@@ -412,13 +411,13 @@ class ServingPlanner:
         replica_nodes = max(1, r // g)
         slots = max(1, g // r)  # replicas per instance (a replica of whole nodes: 1)
         link = links(ctx.gpu, ctx.domain, g, replica_nodes, key.network_gbit_per_s)
-        rate = self._rate(fit, ctx, link)
+        speed = self._speed(fit, ctx, link)
         by_memory = self._replicas_for_memory(fit, ctx)
         needed = by_memory
         target = workload.target_tokens_per_second
         if target is not None:
             goal = target * (1 - RATE_TOLERANCE)
-            one_sequence = rate(1)
+            one_sequence = speed.rate(1)
             if concurrency * one_sequence < goal:
                 return _Sized(
                     replica_gpus=r,
@@ -435,32 +434,14 @@ class ServingPlanner:
                         },
                     ),
                 )
-            needed = smallest_true(
-                lambda n: deployment_tokens_per_second(rate, concurrency, n) >= goal,
-                by_memory,
-                max(by_memory, concurrency),
-            )
+            needed = speed.replicas_for(goal, by_memory)
         nodes = math.ceil(needed / slots) * replica_nodes
         limit = self._limit(ctx, fit, nodes, by_memory == needed, slots, replica_nodes)
         if limit is not None:
             return _Sized(replica_gpus=r, nodes=nodes, rejection=limit)
         replicas = nodes // replica_nodes * slots
-        plan = self._deployed(fit.replica, replicas)
-        memory = self.space.memory(plan, key.memory_exposed_bytes)
-        if memory is None:  # pragma: no cover - a plan of the same shape was estimated
-            raise LookupError("the deployed plan has no estimate")
-        estimate: InferenceEstimate = estimate_inference(
-            self.space.arch,
-            workload,
-            plan,
-            memory,
-            ctx.gpu,
-            ctx.compute,
-            link,
-            fit.per_replica,
-            ctx.efficiency,
-        )
-        notes = self.space.topology_notes(plan, ctx, replica_nodes, nodes)
+        deployment = speed.deployment(replicas)
+        notes = self.space.topology_notes(deployment.plan, ctx, replica_nodes, nodes)
         if fit.engine_limited and fit.per_replica is not None and by_memory > 1:
             # the engine's max_num_seqs, not memory, sets how many replicas the sequences need
             notes = (
@@ -476,12 +457,12 @@ class ServingPlanner:
             )
         option = PlanOption(
             nodes=nodes,
-            plan=plan,
-            memory=memory,
-            inference=estimate,
+            plan=deployment.plan,
+            memory=deployment.memory,
+            inference=deployment.estimate,
             replicas=replicas,
             time_hours=workload.serving_hours,
-            tokens_per_second=deployment_tokens_per_second(rate, concurrency, replicas),
+            tokens_per_second=deployment.tokens_per_second,
             notes=notes,
             warnings=ctx.warnings,
         )
@@ -531,7 +512,7 @@ class ServingPlanner:
         sized: list[_Sized],
         ctx: GroupContext,
         one_gpu: str | None,
-        pool: list[Reason],
+        pool: Reason | None,
     ) -> PlanOption:
         """The deployment with the fewest instances, then the smallest replica (or, when
         throughput matters, the most tokens per GPU); with the note saying why its replica
@@ -553,9 +534,9 @@ class ServingPlanner:
         note: Reason
         if size == 1:
             note = Reason(code="single_gpu_replica", data={})
-        elif one is None and one_gpu == "pool" and pool:
+        elif one is None and one_gpu == "pool" and pool is not None:
             # the model fits one GPU, but the engine's reservation leaves it no KV cache
-            note = Reason(code="split_for_kv_pool", data={**pool[0].data, "replica_gpus": size})
+            note = Reason(code="split_for_kv_pool", data={**pool.data, "replica_gpus": size})
         elif one is None:
             alone = self.space.memory(
                 ParallelPlan(data_parallel=self.workload.concurrency), ctx.key.memory_exposed_bytes
@@ -614,6 +595,12 @@ class ServingPlanner:
             notes=(*chosen.notes, note),
             warnings=chosen.warnings,
         )
+
+
+def _on_gpu(reason: Reason, gpu_id: str) -> Reason:
+    """``reason`` (a memo's, shared by groups of several GPU types) quoting ``gpu_id``
+    first."""
+    return Reason(code=reason.code, data={"gpu": gpu_id, **reason.data})
 
 
 def _distance(reason: Reason) -> tuple[int, float]:

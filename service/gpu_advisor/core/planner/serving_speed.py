@@ -1,0 +1,179 @@
+"""How fast the replicas of one fitted serving shape run, shared by the groups of a request.
+
+A group's serving speed (:mod:`gpu_advisor.core.planner.serving`) depends on the group only
+through the replica's fit (its shape and per-GPU requirement on the group's GPU capacity),
+the GPU, the compute path of the weight dtype, the prefill efficiency and the links of its
+collectives: the other inputs of
+:func:`~gpu_advisor.core.planner.performance.estimate_inference` (the model, the workload)
+are the request's. Groups that agree on all of those -- e.g. instances of one GPU type with
+4 and 8 GPUs, both on NVLink, sizing a replica of 2 -- share one :class:`ReplicaSpeed`: its
+rates per batch, its throughput-target searches and its deployed estimates are computed once
+per request instead of once per group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from gpu_advisor.core.gpus import GpuSpec
+from gpu_advisor.core.planner.hardware import ComputePath, Links
+from gpu_advisor.core.planner.performance import (
+    InferenceEstimate,
+    ServingFlops,
+    deployment_tokens_per_second,
+    estimate_inference,
+)
+from gpu_advisor.core.planner.topology import SearchSpace
+from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
+from gpu_advisor.core.spec import InferenceWorkload
+
+
+def smallest_true(ok: Callable[[int], bool], low: int, high: int) -> int:
+    """Smallest ``n`` in ``[low, high]`` with ``ok(n)``, for ``ok`` monotone (false then true)
+    and ``ok(high)`` true."""
+    while low < high:
+        middle = (low + high) // 2
+        if ok(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return high
+
+
+def deployed(replica: ParallelPlan, replicas: int) -> ParallelPlan:
+    """``replicas`` copies of the replica shape ``replica`` (its ``data_parallel`` becomes
+    ``replicas``)."""
+    return ParallelPlan(
+        tensor_parallel=replica.tensor_parallel,
+        pipeline_parallel=replica.pipeline_parallel,
+        data_parallel=replicas,
+        expert_parallel=replica.expert_parallel,
+    )
+
+
+class Deployment(NamedTuple):
+    """``replicas`` replicas of one shape on one GPU type.
+
+    Attributes:
+        plan: the replica's TP x PP (x EP) with ``data_parallel = replicas``.
+        memory: per-GPU breakdown of ``plan`` on the GPU capacity.
+        estimate: one replica's speed serving its share of the sequences.
+        tokens_per_second: output tokens per second of all replicas together.
+    """
+
+    plan: ParallelPlan
+    memory: MemoryBreakdown
+    estimate: InferenceEstimate
+    tokens_per_second: float
+
+
+class ReplicaSpeed:
+    """Speeds of one replica shape fitted on one GPU capacity, on one GPU over ``link``.
+
+    Each answer is computed on first demand and remembered.
+
+    Args:
+        space: the request's search space (model, memory estimator).
+        workload: the request's serving workload.
+        flops: :func:`~.performance.serving_flops` of the request's model and workload.
+        replica: the replica's TP x PP (x EP), ``data_parallel`` 1.
+        one: per-GPU requirement of the replica holding one sequence (``data_parallel`` =
+            ``workload.concurrency``: one sequence per replica).
+        per_replica: most full-context sequences one replica runs at once (None: unbounded).
+        capacity_bytes: the GPU's exposed bytes (the breakdowns of deployed plans are taken
+            on it).
+        gpu: the GPU (memory bandwidth).
+        compute: the compute path of the weight dtype on ``gpu`` (peak TFLOPS).
+        efficiency: utilisation of peak compute for prefill.
+        link: the links of the replica's collectives (tensor-parallel traffic).
+    """
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        workload: InferenceWorkload,
+        flops: ServingFlops,
+        *,
+        replica: ParallelPlan,
+        one: MemoryBreakdown,
+        per_replica: int | None,
+        capacity_bytes: int,
+        gpu: GpuSpec,
+        compute: ComputePath,
+        efficiency: float,
+        link: Links,
+    ) -> None:
+        self._space = space
+        self._workload = workload
+        self._flops = flops
+        self._replica = replica
+        self._one = one
+        self._single = deployed(replica, workload.concurrency)
+        self._per_replica = per_replica
+        self._capacity_bytes = capacity_bytes
+        self._gpu = gpu
+        self._compute = compute
+        self._efficiency = efficiency
+        self._link = link
+        self._rates: dict[int, float] = {}
+        self._targets: dict[tuple[float, int], int] = {}
+        self._deployments: dict[int, Deployment] = {}
+
+    def rate(self, batch: int) -> float:
+        """Output tokens per second of one replica serving ``batch`` sequences."""
+        found = self._rates.get(batch)
+        if found is None:
+            found = self._rates[batch] = estimate_inference(
+                self._space.arch,
+                self._workload,
+                self._single,
+                self._one,
+                self._gpu,
+                self._compute,
+                self._link,
+                self._per_replica,
+                self._efficiency,
+                batch=batch,
+                flops=self._flops,
+            ).tokens_per_second
+        return found
+
+    def replicas_for(self, goal: float, fewest: int) -> int:
+        """Fewest replicas, at least ``fewest``, whose combined rate reaches ``goal`` tokens
+        per second (:func:`deployment_tokens_per_second`, monotone in the replicas up to one
+        per sequence); ``max(fewest, concurrency)`` when none below does."""
+        key = (goal, fewest)
+        found = self._targets.get(key)
+        if found is None:
+            concurrency = self._workload.concurrency
+            found = self._targets[key] = smallest_true(
+                lambda n: deployment_tokens_per_second(self.rate, concurrency, n) >= goal,
+                fewest,
+                max(fewest, concurrency),
+            )
+        return found
+
+    def deployment(self, replicas: int) -> Deployment:
+        """``replicas`` replicas: the deployed plan, its per-GPU breakdown and speed."""
+        found = self._deployments.get(replicas)
+        if found is None:
+            plan = deployed(self._replica, replicas)
+            memory = self._space.memory(plan, self._capacity_bytes)
+            if memory is None:  # pragma: no cover - a plan of the same shape was estimated
+                raise LookupError("the deployed plan has no estimate")
+            estimate = estimate_inference(
+                self._space.arch,
+                self._workload,
+                plan,
+                memory,
+                self._gpu,
+                self._compute,
+                self._link,
+                self._per_replica,
+                self._efficiency,
+                flops=self._flops,
+            )
+            tokens = deployment_tokens_per_second(self.rate, self._workload.concurrency, replicas)
+            found = self._deployments[replicas] = Deployment(plan, memory, estimate, tokens)
+        return found
