@@ -2,6 +2,7 @@
 
     python bench/bench_recommend.py [--offers 50000] [--seed 7] [--repeat 20]
         [--catalog synthetic|bundled] [--memory real|stand-in] [--no-keep-heap]
+        [--no-pause-collector]
 
 ``--catalog synthetic`` (default) draws the offers, seeded, from the bundled snapshot
 (``gpu_advisor/data/offers.csv``): each synthetic offer copies a real one (GPU, count,
@@ -14,7 +15,10 @@ an estimator that costs almost nothing).
 
 The process keeps its C heap between requests as the service does
 (:func:`gpu_advisor.allocator.keep_heap`, ``GPU_ADVISOR_KEEP_HEAP``); ``--no-keep-heap`` measures
-with glibc's defaults.
+with glibc's defaults. Each ``recommend`` call runs with CPython's cyclic collector paused, as
+the service runs it (:func:`gpu_advisor.collector.collector_paused`,
+``GPU_ADVISOR_PAUSE_COLLECTOR``); the collection it defers runs at the start of the next
+timed call, so its cost is in the figures. ``--no-pause-collector`` measures without.
 
 Reports the index build (once per catalog version, outside the request) and, per workload,
 the median / p95 time of one ``recommend`` call with the estimator's share.
@@ -41,6 +45,7 @@ from gpu_advisor.allocator import keep_heap as tune_allocator
 from gpu_advisor.catalog.gpu_table import load_gpu_catalog
 from gpu_advisor.catalog.offers_csv import decode_offers_csv
 from gpu_advisor.catalog.reference import load_providers
+from gpu_advisor.collector import collector_paused
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.memory import WorkloadEstimator, estimate_memory
 from gpu_advisor.core.models.resolve import resolve_model
@@ -197,6 +202,7 @@ def main(
     catalog: str = "synthetic",
     memory: str = "real",
     keep_heap: bool = True,
+    pause_collector: bool = True,
 ) -> None:
     """``--catalog synthetic|bundled``; ``--memory real|plain|stand-in``: ``real`` is what the
     service runs (a ``WorkloadEstimator`` per request), ``plain`` calls ``estimate_memory``
@@ -219,6 +225,8 @@ def main(
     _, estimator_name = estimator(memory, stand_in_arch(), InferenceWorkload())
     print(f"estimator: {estimator_name}")
     print(f"C heap kept between requests (as the service): {'yes' if kept else 'no'}")
+    paused = "yes" if pause_collector else "no"
+    print(f"cyclic collector paused while planning (as the service): {paused}")
     for name, request in cases():
         arch = resolve_model(request.model)
         times: list[float] = []
@@ -228,7 +236,8 @@ def main(
             t0 = time.perf_counter()
             estimate, _ = estimator(memory, arch, request.workload)
             timed = Timed(estimate)
-            result = recommend(arch, request, index, gpus, providers, timed, capacity_rule=rule)
+            with collector_paused(pause_collector):
+                result = recommend(arch, request, index, gpus, providers, timed, capacity_rule=rule)
             times.append(time.perf_counter() - t0)
             spent = timed.seconds
         times.sort()

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from gpu_advisor.catalog.service import CatalogService, CatalogSnapshot
+from gpu_advisor.collector import collector_paused
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.check import CheckResponse, evaluate_check, resolve_target
 from gpu_advisor.core.errors import UnknownGpuError
@@ -192,6 +193,8 @@ class Advisor:
         catalog: the pricing catalog service (started and closed by the app's lifespan).
         providers: billing and spot facts per provider (default: the catalog's).
         answer_cache_entries: answers kept per process (0 switches the cache off).
+        pause_collector: run each planning call with Python's cyclic garbage collector
+            paused (:func:`gpu_advisor.collector.collector_paused`).
     """
 
     def __init__(
@@ -200,7 +203,9 @@ class Advisor:
         providers: Mapping[str, ProviderInfo] | None = None,
         *,
         answer_cache_entries: int = ANSWER_CACHE_ENTRIES,
+        pause_collector: bool = True,
     ) -> None:
+        self._pause_collector = pause_collector
         self._answers = AnswerCache(answer_cache_entries) if answer_cache_entries > 0 else None
         self.catalog = catalog
         self.gpus = catalog.gpus
@@ -256,15 +261,16 @@ class Advisor:
         constraints = self._canonical_constraints(request.constraints)
         if constraints is not request.constraints:
             request = msgspec.structs.replace(request, constraints=constraints)
-        result = recommend(
-            arch,
-            request,
-            index,
-            self.gpus.by_id,
-            self.providers,
-            WorkloadEstimator(arch, request.workload),
-            capacity_rule=MEMORY_CAPACITY_RULE,
-        )
+        with collector_paused(self._pause_collector):
+            result = recommend(
+                arch,
+                request,
+                index,
+                self.gpus.by_id,
+                self.providers,
+                WorkloadEstimator(arch, request.workload),
+                capacity_rule=MEMORY_CAPACITY_RULE,
+            )
         answer = RecommendationResponse(
             model=model_summary(arch),
             objective=result.objective,
@@ -297,7 +303,8 @@ class Advisor:
             if request.hardware is not None
             else None
         )
-        answer = estimate(arch, request, self.gpus, gpu, model_summary(arch))
+        with collector_paused(self._pause_collector):
+            answer = estimate(arch, request, self.gpus, gpu, model_summary(arch))
         if request.hardware is not None:
             note = default_variant_note(self.gpus, request.hardware.gpu, "hardware.gpu")
             if note is not None:
@@ -321,16 +328,17 @@ class Advisor:
         arch = resolve_model(request.model)
         check_workload(arch, request.workload)
         target = resolve_target(request.target, snapshot.offers, self.gpus)
-        outcome = evaluate_check(
-            arch,
-            request,
-            target,
-            index,
-            self.gpus.by_id,
-            self.providers,
-            WorkloadEstimator(arch, request.workload),
-            capacity_rule=MEMORY_CAPACITY_RULE,
-        )
+        with collector_paused(self._pause_collector):
+            outcome = evaluate_check(
+                arch,
+                request,
+                target,
+                index,
+                self.gpus.by_id,
+                self.providers,
+                WorkloadEstimator(arch, request.workload),
+                capacity_rule=MEMORY_CAPACITY_RULE,
+            )
         answer = CheckResponse(
             verdict=outcome.verdict,
             model=model_summary(arch),

@@ -45,7 +45,11 @@ def build_advisor(
     HTTP app and the in-process CLI (``gpu-advisor check SPEC``) share, so both answer from
     the same sources. The caller starts and closes the catalog."""
     catalog = CatalogService(settings.catalog_config(), observer=observer)
-    return catalog, Advisor(catalog, answer_cache_entries=settings.answer_cache_entries)
+    return catalog, Advisor(
+        catalog,
+        answer_cache_entries=settings.answer_cache_entries,
+        pause_collector=settings.pause_collector,
+    )
 
 
 def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Litestar:

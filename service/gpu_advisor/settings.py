@@ -73,6 +73,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     rate_limit_per_minute: Annotated[int, Meta(ge=0, le=1_000_000)] = 600
     answer_cache_entries: Annotated[int, Meta(ge=0, le=100_000)] = 256
     keep_heap: bool = True
+    pause_collector: bool = True
     cors_allow_origins: tuple[str, ...] = ()
     forwarded_allow_ips: str = "127.0.0.1"
     shutdown_timeout_seconds: Annotated[int, Meta(ge=1, le=600)] = 20
@@ -226,6 +227,10 @@ VARIABLES: Final[tuple[Variable, ...]] = (
     _var(
         "keep_heap",
         "Keep freed C heap between requests (glibc mallopt; true/false): fewer page faults.",
+    ),
+    _var(
+        "pause_collector",
+        "Pause Python's cyclic garbage collector during each planning call (true/false).",
     ),
     _var(
         "cors_allow_origins",

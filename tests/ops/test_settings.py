@@ -41,6 +41,7 @@ def test_every_variable_is_read() -> None:
         "GPU_ADVISOR_RATE_LIMIT_PER_MINUTE": "0",
         "GPU_ADVISOR_ANSWER_CACHE_ENTRIES": "0",
         "GPU_ADVISOR_KEEP_HEAP": "false",
+        "GPU_ADVISOR_PAUSE_COLLECTOR": "false",
         "GPU_ADVISOR_CORS_ALLOW_ORIGINS": "https://a.example,http://localhost:3000",
         "GPU_ADVISOR_FORWARDED_ALLOW_IPS": "10.0.0.0/8",
         "GPU_ADVISOR_SHUTDOWN_TIMEOUT_SECONDS": "25",
@@ -60,6 +61,7 @@ def test_every_variable_is_read() -> None:
     assert s.admin_token == TOKEN
     assert s.max_request_body_bytes == 4096
     assert s.keep_heap is False
+    assert s.pause_collector is False
     assert s.rate_limit_per_minute == 0
     assert s.answer_cache_entries == 0
     assert s.cors_allow_origins == ("https://a.example", "http://localhost:3000")
