@@ -26,15 +26,20 @@ from gpu_advisor.core.memory.engine import (
     KvPoolCheck,
     block_rounded_tokens,
     forward_bytes_per_token,
-    vllm_reservation,
 )
 from gpu_advisor.core.memory.inference import (
+    ServingKey,
+    StageMemory,
     activation_bytes,
+    engine_reservation,
+    heaviest_serving_stage,
     inference_breakdown,
     kv_element_bytes,
     prompt_tokens,
     sequences_per_replica,
+    serving_key,
     stage_breakdown,
+    stage_memories,
     weight_plan,
 )
 from gpu_advisor.core.memory.kernels import Kernels
@@ -115,8 +120,12 @@ class WorkloadEstimator:
     each shape-only part once (:class:`.parts.RememberedParts`) and, for training, each plan
     shape's stage states once (:func:`.training.stage_states` per :func:`.training.stage_key`:
     plans that differ only in data parallelism or sharding share them, and only the ZeRO
-    sharding over DP is computed per plan): the answers are ``estimate_memory``'s, a search
-    over hundreds of plans is several times cheaper.
+    sharding over DP is computed per plan); for serving, each plan shape's stage memories
+    once (:func:`.inference.stage_memories` per :func:`.inference.serving_key`: plans that
+    differ only in data parallelism share them on every GPU, and only the replica's share of
+    the sequences, the engine's forward pass and its reservation are computed per plan and
+    GPU). The answers are ``estimate_memory``'s, a search over hundreds of plans is several
+    times cheaper.
 
     Callable like ``estimate_memory(arch, workload, plan, *, capacity_bytes=None)`` (the
     planner's ``MemoryEstimator``); asked about another architecture or workload it answers
@@ -132,6 +141,7 @@ class WorkloadEstimator:
         self.overhead = overhead
         self._parts = RememberedParts(arch)
         self._stages: dict[StageKey, tuple[StageStates, ...]] = {}
+        self._serving: dict[ServingKey, tuple[StageMemory, ...]] = {}
 
     def __call__(
         self,
@@ -169,13 +179,15 @@ class WorkloadEstimator:
                     gpus_per_node=min(DEFAULT_GPUS_PER_NODE, plan.gpus),
                 )
             case InferenceWorkload():
-                return inference_breakdown(
-                    arch,
-                    workload,
-                    plan,
-                    capacity_bytes=capacity_bytes,
-                    overhead=self.overhead,
-                    parts=self._parts,
+                # inference_breakdown's two phases, the first remembered per plan shape
+                serving = serving_key(plan)
+                memories = self._serving.get(serving)
+                if memories is None:
+                    memories = self._serving[serving] = stage_memories(
+                        arch, workload, plan, overhead=self.overhead, parts=self._parts
+                    )
+                return heaviest_serving_stage(
+                    workload, plan, memories, capacity_bytes=capacity_bytes, overhead=self.overhead
                 )
 
 
@@ -221,16 +233,14 @@ def at_capacity(
         if capacity_class(workload, known) != capacity_class(workload, capacity_bytes):
             raise ValueError("breakdown was estimated for another capacity class")
         details = breakdown.details
-        reservation = vllm_reservation(
-            capacity_bytes=capacity_bytes,
-            gpu_memory_utilization=workload.gpu_memory_utilization,
+        reserved, pool = engine_reservation(
+            workload,
+            capacity_bytes,
             weights_bytes=breakdown.weights_bytes,
             activation_peak_bytes=breakdown.activations_bytes,
             non_torch_bytes=details["overhead.non_torch_bytes"],
             cuda_graph_bytes=details["overhead.cuda_graph_bytes"],
         )
-        reserved = reservation.reserved_bytes
-        pool = max(0, reservation.kv_pool_bytes)
     return msgspec.structs.replace(
         breakdown,
         capacity_bytes=capacity_bytes,

@@ -15,6 +15,17 @@
   (or ``prompt_tokens``), ``output_tokens`` does not apply.
 * Overhead: CUDA context + allocator reserve; with vLLM also its non-torch memory and CUDA
   graphs.
+
+:func:`inference_breakdown` works in two phases, so that a search over many plans can share
+the first:
+
+1. :func:`stage_memories` -- per stage, the weights, the KV cache of one sequence, the
+   activation bytes per batched token and per sampled sequence, the engine's fixed overhead
+   (:class:`StageMemory`). They depend on TP, PP, EP and the stage only (:func:`serving_key`):
+   plans that differ only in DP share them, on every GPU.
+2. :func:`heaviest_serving_stage` -- the replica's share of the sequences, the engine's forward
+   pass (vLLM's batch defaults depend on the GPU), the totals, the reservation and KV pool on
+   the GPU, and the breakdown of the most loaded stage.
 """
 
 from __future__ import annotations
@@ -25,7 +36,6 @@ from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.memory.engine import (
     VLLM_CUDA_GRAPH_BYTES,
     VLLM_NON_TORCH_BYTES,
-    EngineReservation,
     block_rounded_tokens,
     forward_bytes_per_token,
     sampler_bytes,
@@ -123,14 +133,6 @@ def activation_bytes(plan: WeightPlan) -> int:
     return 4 if plan.rest is FP32 else 2
 
 
-class _Engine(Struct, frozen=True, kw_only=True):
-    activation_peak: int
-    reservation: EngineReservation | None
-    non_torch: int
-    cuda_graphs: int
-    batched_tokens: int
-
-
 def prompt_tokens(workload: InferenceWorkload, arch: Architecture | None = None) -> int:
     """Prompt length: given (at most the context), else the context minus the output tokens
     (at least 1); for an encoder-only ``arch`` (no generation) the whole context."""
@@ -151,50 +153,318 @@ def sequences_per_replica(workload: InferenceWorkload, plan: ParallelPlan) -> in
     return max(1, -(-workload.concurrency // max(1, plan.data_parallel)))
 
 
-def _engine(
+def forward_batch(
+    workload: InferenceWorkload, *, prompt_tokens: int, sequences: int, capacity_bytes: int | None
+) -> tuple[int, int]:
+    """(tokens, sequences) of the forward pass that sets the activation peak.
+
+    vLLM profiles ``max_num_batched_tokens`` tokens and samples ``max_num_seqs`` sequences:
+    the workload's, else the server defaults of a GPU exposing ``capacity_bytes``
+    (:mod:`.engine`). The generic engine prefills every prompt of the replica's share at once:
+    ``sequences`` x ``prompt_tokens`` tokens.
+    """
+    if workload.engine == "vllm":
+        return (
+            workload.max_num_batched_tokens or vllm_default_max_num_batched_tokens(capacity_bytes),
+            workload.max_num_seqs or vllm_default_max_num_seqs(capacity_bytes),
+        )
+    return prompt_tokens * sequences, sequences
+
+
+ServingKey = tuple[int, int, int]
+"""(TP, PP, EP): see :func:`serving_key`."""
+
+
+def serving_key(plan: ParallelPlan) -> ServingKey:
+    """Everything of ``plan`` that :func:`stage_memories` reads: plans of one workload with one
+    key (they differ at most in data parallelism, sharding and sequence parallelism) have the
+    same stage memories, on every GPU, so an estimator over many plans computes them once per
+    key.
+
+    Data parallelism enters only through the sequences each replica holds
+    (:func:`sequences_per_replica`), the capacity through vLLM's batch defaults
+    (:func:`forward_batch`) and its reservation and KV pool: all of them are
+    :func:`heaviest_serving_stage`'s.
+    """
+    return (plan.tensor_parallel, plan.pipeline_parallel, plan.expert_parallel)
+
+
+class StageMemory(Struct, frozen=True, kw_only=True):
+    """What one GPU of one pipeline stage of a serving plan needs, apart from how many
+    sequences its replica holds and the GPU it runs on: phase one of
+    :func:`inference_breakdown` (:func:`stage_memories`). Bytes of one GPU.
+
+    For ``n`` sequences of the replica and a forward pass of ``t`` tokens sampling ``s``
+    sequences (:func:`forward_batch`), the GPU needs ``weights_bytes``, ``n x
+    kv_bytes_per_sequence`` of KV cache, an activation peak of ``t x
+    activation_bytes_per_token + s x sampler_bytes_per_sequence`` and the overhead: CUDA
+    context, fragmentation of the activation peak, ``non_torch_bytes`` and
+    ``cuda_graph_bytes`` (:func:`heaviest_serving_stage`).
+
+    Attributes:
+        stage: pipeline stage index (0-based).
+        weights_bytes: the shard's weights (:func:`shard_weight_bytes`).
+        kv_bytes_per_sequence: KV cache of one sequence of ``context_length`` tokens (whole
+            vLLM blocks) in the stage's decoder layers, with their cross-attention KV of
+            the prompt in an encoder-decoder model.
+        activation_bytes_per_token: :func:`.engine.forward_bytes_per_token` at the plan's TP.
+        sampler_bytes_per_sequence: logits and probabilities of one sampled sequence on the
+            last stage (:func:`.engine.sampler_bytes`); 0 on the others, and for an
+            encoder-only model under the generic engine.
+        prompt_tokens: :func:`prompt_tokens` of one sequence.
+        non_torch_bytes: vLLM's memory outside PyTorch's allocator (0 for generic).
+        cuda_graph_bytes: vLLM's CUDA graphs (0 for generic or without CUDA graphs).
+        details: the breakdown's first ``details`` (stage, parameters, weight groups, KV
+            bytes per token); the per-sequence ones follow them.
+    """
+
+    stage: int
+    weights_bytes: int
+    kv_bytes_per_sequence: int
+    activation_bytes_per_token: int
+    sampler_bytes_per_sequence: int
+    prompt_tokens: int
+    non_torch_bytes: int
+    cuda_graph_bytes: int
+    details: dict[str, int]
+
+    def covers(self, other: StageMemory) -> bool:
+        """Whether this stage needs at least ``other``'s total for any number of sequences on
+        any GPU: every term is at least as large. The total is non-decreasing in each (for a
+        non-negative fragmentation fraction)."""
+        return (
+            self.weights_bytes >= other.weights_bytes
+            and self.kv_bytes_per_sequence >= other.kv_bytes_per_sequence
+            and self.activation_bytes_per_token >= other.activation_bytes_per_token
+            and self.sampler_bytes_per_sequence >= other.sampler_bytes_per_sequence
+            and self.prompt_tokens >= other.prompt_tokens
+            and self.non_torch_bytes + self.cuda_graph_bytes
+            >= other.non_torch_bytes + other.cuda_graph_bytes
+        )
+
+
+def stage_memory(
+    arch: Architecture,
+    workload: InferenceWorkload,
+    plan: ParallelPlan,
+    stage: int,
+    *,
+    wplan: WeightPlan,
+    parts: Parts = FRESH,
+) -> StageMemory:
+    """Phase one of one stage: its :class:`StageMemory`. Reads of ``plan`` only what
+    :func:`serving_key` keys."""
+    tp = plan.tensor_parallel
+    shard = parts.shard(arch, plan, stage)
+    weight_parts = shard_weight_bytes(shard, wplan)
+    kv_b = kv_element_bytes(workload, wplan)
+    start, end = stage_range(total_stack_layers(arch), plan.pipeline_parallel, stage)
+    enc = 0 if arch.encoder_only else arch.num_encoder_layers
+    dec_range = (max(0, start - enc), max(0, end - enc))
+    context = workload.context_length
+    if workload.engine == "vllm":
+        context = block_rounded_tokens(context)
+    prompt = prompt_tokens(workload, arch)
+    kv = kv_cache_bytes(
+        arch,
+        context_tokens=context,
+        sequences=1,
+        element_bytes=kv_b,
+        tensor_parallel=tp,
+        layer_range=dec_range,
+    )
+    kv += cross_attention_kv_bytes(
+        arch,
+        encoder_tokens=prompt,
+        sequences=1,
+        element_bytes=kv_b,
+        tensor_parallel=tp,
+        layers=dec_range[1] - dec_range[0],
+    )
+    samples = stage == plan.pipeline_parallel - 1  # the last stage samples
+    if workload.engine != "vllm" and arch.encoder_only:
+        samples = False  # nothing to generate
+    vllm = workload.engine == "vllm"
+    return StageMemory(
+        stage=stage,
+        weights_bytes=sum(weight_parts.values()),
+        kv_bytes_per_sequence=kv,
+        activation_bytes_per_token=forward_bytes_per_token(
+            arch, activation_bytes(wplan), tensor_parallel=tp
+        ),
+        sampler_bytes_per_sequence=sampler_bytes(1, arch.vocab_size) if samples else 0,
+        prompt_tokens=prompt,
+        non_torch_bytes=VLLM_NON_TORCH_BYTES if vllm else 0,
+        cuda_graph_bytes=VLLM_CUDA_GRAPH_BYTES if vllm and workload.cuda_graphs else 0,
+        details={
+            "pipeline_stage": stage,
+            "parameters_on_gpu": shard.total,
+            **weight_parts,
+            "kv_cache.bytes_per_token": kv_cache_bytes_per_token(
+                arch,
+                element_bytes=kv_b,
+                tensor_parallel=tp,
+                layers=dec_range[1] - dec_range[0],
+            ),
+        },
+    )
+
+
+def stage_memories(
     arch: Architecture,
     workload: InferenceWorkload,
     plan: ParallelPlan,
     *,
-    weights: int,
-    act_b: int,
+    overhead: OverheadModel,
+    parts: Parts = FRESH,
+) -> tuple[StageMemory, ...]:
+    """Phase one of :func:`inference_breakdown`: the :class:`StageMemory` of every stage that
+    can be the most loaded one: of the candidate stages (:meth:`.parts.Parts.stages`), those
+    that no earlier stage covers (:meth:`StageMemory.covers`; all of them under a negative
+    fragmentation fraction).
+
+    Reads of ``plan`` only what :func:`serving_key` keys, so it can be remembered per key.
+    ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts.
+
+    Raises:
+        InvalidSpecError: unknown dtype (field ``workload.weight_dtype``).
+    """
+    wplan = weight_plan(arch, workload.weight_dtype)
+    prune = overhead.fragmentation_fraction >= 0  # more activations never mean less overhead
+    kept: list[StageMemory] = []
+    for stage in parts.stages(arch, plan.pipeline_parallel):
+        memory = stage_memory(arch, workload, plan, stage, wplan=wplan, parts=parts)
+        # a stage that an earlier one covers is never the heaviest (the first of equal totals is)
+        if not (prune and any(earlier.covers(memory) for earlier in kept)):
+            kept.append(memory)
+    return tuple(kept)
+
+
+_Terms = tuple[int, int, int, int, int, int, int]
+"""(batched tokens, KV cache, activation peak, CUDA context, fragmentation, overhead, total):
+one GPU's, in bytes but for the tokens."""
+
+
+def _terms(
+    workload: InferenceWorkload,
+    memory: StageMemory,
+    *,
+    sequences: int,
     capacity_bytes: int | None,
-    last_stage: bool,
-) -> _Engine:
-    tp = plan.tensor_parallel
-    per_token = forward_bytes_per_token(arch, act_b, tensor_parallel=tp)
-    if workload.engine == "vllm":
-        tokens = workload.max_num_batched_tokens or vllm_default_max_num_batched_tokens(
-            capacity_bytes
-        )
-        seqs = workload.max_num_seqs or vllm_default_max_num_seqs(capacity_bytes)
-        peak = tokens * per_token + (sampler_bytes(seqs, arch.vocab_size) if last_stage else 0)
-        graphs = VLLM_CUDA_GRAPH_BYTES if workload.cuda_graphs else 0
-        reservation = None
-        if capacity_bytes:
-            reservation = vllm_reservation(
-                capacity_bytes=capacity_bytes,
-                gpu_memory_utilization=workload.gpu_memory_utilization,
-                weights_bytes=weights,
-                activation_peak_bytes=peak,
-                non_torch_bytes=VLLM_NON_TORCH_BYTES,
-                cuda_graph_bytes=graphs,
-            )
-        return _Engine(
-            activation_peak=peak,
-            reservation=reservation,
-            non_torch=VLLM_NON_TORCH_BYTES,
-            cuda_graphs=graphs,
-            batched_tokens=tokens,
-        )
-    sequences = sequences_per_replica(workload, plan)
-    tokens = prompt_tokens(workload, arch) * sequences
-    peak = tokens * per_token
-    if last_stage and not arch.encoder_only:
-        peak += sampler_bytes(sequences, arch.vocab_size)
-    return _Engine(
-        activation_peak=peak, reservation=None, non_torch=0, cuda_graphs=0, batched_tokens=tokens
+    overhead: OverheadModel,
+) -> _Terms:
+    tokens, sampled = forward_batch(
+        workload,
+        prompt_tokens=memory.prompt_tokens,
+        sequences=sequences,
+        capacity_bytes=capacity_bytes,
     )
+    kv = sequences * memory.kv_bytes_per_sequence
+    peak = tokens * memory.activation_bytes_per_token + sampled * memory.sampler_bytes_per_sequence
+    cuda_context, fragmentation = runtime_overhead_bytes(peak, overhead)
+    overhead_bytes = cuda_context + fragmentation + memory.non_torch_bytes + memory.cuda_graph_bytes
+    total = memory.weights_bytes + kv + peak + overhead_bytes
+    return tokens, kv, peak, cuda_context, fragmentation, overhead_bytes, total
+
+
+def engine_reservation(
+    workload: InferenceWorkload,
+    capacity_bytes: int | None,
+    *,
+    weights_bytes: int,
+    activation_peak_bytes: int,
+    non_torch_bytes: int,
+    cuda_graph_bytes: int,
+) -> tuple[int | None, int | None]:
+    """(reserved, KV pool) bytes of a vLLM engine on a GPU exposing ``capacity_bytes``
+    (:func:`.engine.vllm_reservation`; a negative pool counts as 0); (None, None) for the
+    generic engine or without a capacity."""
+    if workload.engine != "vllm" or not capacity_bytes:
+        return None, None
+    reservation = vllm_reservation(
+        capacity_bytes=capacity_bytes,
+        gpu_memory_utilization=workload.gpu_memory_utilization,
+        weights_bytes=weights_bytes,
+        activation_peak_bytes=activation_peak_bytes,
+        non_torch_bytes=non_torch_bytes,
+        cuda_graph_bytes=cuda_graph_bytes,
+    )
+    return reservation.reserved_bytes, max(0, reservation.kv_pool_bytes)
+
+
+def _breakdown(
+    workload: InferenceWorkload,
+    memory: StageMemory,
+    sequences: int,
+    terms: _Terms,
+    capacity_bytes: int | None,
+) -> MemoryBreakdown:
+    """The breakdown of one stage for ``sequences`` sequences (``terms`` are its
+    :func:`_terms`), ``details`` in the order of the terms."""
+    tokens, kv, peak, cuda_context, fragmentation, overhead_bytes, total = terms
+    reserved, pool = engine_reservation(
+        workload,
+        capacity_bytes,
+        weights_bytes=memory.weights_bytes,
+        activation_peak_bytes=peak,
+        non_torch_bytes=memory.non_torch_bytes,
+        cuda_graph_bytes=memory.cuda_graph_bytes,
+    )
+    return MemoryBreakdown(
+        weights_bytes=memory.weights_bytes,
+        activations_bytes=peak,
+        kv_cache_bytes=kv,
+        overhead_bytes=overhead_bytes,
+        total_bytes=total,
+        capacity_bytes=capacity_bytes or 0,
+        headroom_fraction=(1 - total / capacity_bytes) if capacity_bytes else None,
+        engine_reserved_bytes=reserved,
+        kv_pool_bytes=pool,
+        details={
+            **memory.details,
+            "kv_cache.sequences": sequences,
+            "activations.batched_tokens": tokens,
+            "overhead.cuda_context_bytes": cuda_context,
+            "overhead.fragmentation_bytes": fragmentation,
+            "overhead.non_torch_bytes": memory.non_torch_bytes,
+            "overhead.cuda_graph_bytes": memory.cuda_graph_bytes,
+        },
+    )
+
+
+def heaviest_serving_stage(
+    workload: InferenceWorkload,
+    plan: ParallelPlan,
+    stages: tuple[StageMemory, ...],
+    *,
+    capacity_bytes: int | None,
+    overhead: OverheadModel,
+) -> MemoryBreakdown:
+    """Phase two of :func:`inference_breakdown`: each stage's requirement for its replica's
+    share of the sequences (:func:`sequences_per_replica`) and the engine's forward pass on
+    a GPU exposing ``capacity_bytes`` (:func:`forward_batch`), and the breakdown of the stage
+    with the largest total (the first of equal totals), with the engine's reservation.
+
+    Args:
+        workload: the serving workload.
+        plan: the plan; its data parallelism gives the sequences per replica.
+        stages: :func:`stage_memories` of ``workload`` and ``plan`` (or of a plan with the
+            same :func:`serving_key`).
+        capacity_bytes: vLLM's batch defaults; fills ``capacity_bytes``,
+            ``headroom_fraction`` and, for vLLM, the reservation and KV pool.
+        overhead: CUDA-context and fragmentation parameters.
+    """
+    sequences = sequences_per_replica(workload, plan)
+    best: tuple[StageMemory, _Terms] | None = None
+    for memory in stages:
+        terms = _terms(
+            workload, memory, sequences=sequences, capacity_bytes=capacity_bytes, overhead=overhead
+        )
+        if best is None or terms[6] > best[1][6]:
+            best = (memory, terms)
+    if best is None:  # pipeline_parallel >= 1 is validated before
+        raise ValueError("pipeline_parallel must be at least 1")
+    return _breakdown(workload, best[0], sequences, best[1], capacity_bytes)
 
 
 def stage_breakdown(
@@ -209,81 +479,14 @@ def stage_breakdown(
     parts: Parts = FRESH,
 ) -> MemoryBreakdown:
     """The serving requirement of one GPU of pipeline stage ``stage``, for one replica's share
-    of the sequences (:func:`sequences_per_replica`; ``details["kv_cache.sequences"]``)."""
-    shard = parts.shard(arch, plan, stage)
-    weight_parts = shard_weight_bytes(shard, wplan)
-    weights = sum(weight_parts.values())
-    kv_b = kv_element_bytes(workload, wplan)
-    act_b = activation_bytes(wplan)
-    start, end = stage_range(total_stack_layers(arch), plan.pipeline_parallel, stage)
-    enc = 0 if arch.encoder_only else arch.num_encoder_layers
-    dec_range = (max(0, start - enc), max(0, end - enc))
-    context = workload.context_length
-    if workload.engine == "vllm":
-        context = block_rounded_tokens(context)
+    of the sequences (:func:`sequences_per_replica`; ``details["kv_cache.sequences"]``): both
+    phases for that stage alone."""
+    memory = stage_memory(arch, workload, plan, stage, wplan=wplan, parts=parts)
     sequences = sequences_per_replica(workload, plan)
-    kv = kv_cache_bytes(
-        arch,
-        context_tokens=context,
-        sequences=sequences,
-        element_bytes=kv_b,
-        tensor_parallel=plan.tensor_parallel,
-        layer_range=dec_range,
+    terms = _terms(
+        workload, memory, sequences=sequences, capacity_bytes=capacity_bytes, overhead=overhead
     )
-    kv += cross_attention_kv_bytes(
-        arch,
-        encoder_tokens=prompt_tokens(workload, arch),
-        sequences=sequences,
-        element_bytes=kv_b,
-        tensor_parallel=plan.tensor_parallel,
-        layers=dec_range[1] - dec_range[0],
-    )
-    last = stage == plan.pipeline_parallel - 1
-    eng = _engine(
-        arch,
-        workload,
-        plan,
-        weights=weights,
-        act_b=act_b,
-        capacity_bytes=capacity_bytes,
-        last_stage=last,
-    )
-    cuda_context, fragmentation = runtime_overhead_bytes(eng.activation_peak, overhead)
-    overhead_bytes = cuda_context + fragmentation + eng.non_torch + eng.cuda_graphs
-    total = weights + kv + eng.activation_peak + overhead_bytes
-    details = {
-        "pipeline_stage": stage,
-        "parameters_on_gpu": shard.total,
-        **weight_parts,
-        "kv_cache.bytes_per_token": kv_cache_bytes_per_token(
-            arch,
-            element_bytes=kv_b,
-            tensor_parallel=plan.tensor_parallel,
-            layers=dec_range[1] - dec_range[0],
-        ),
-        "kv_cache.sequences": sequences,
-        "activations.batched_tokens": eng.batched_tokens,
-        "overhead.cuda_context_bytes": cuda_context,
-        "overhead.fragmentation_bytes": fragmentation,
-        "overhead.non_torch_bytes": eng.non_torch,
-        "overhead.cuda_graph_bytes": eng.cuda_graphs,
-    }
-    reserved = pool = None
-    if eng.reservation is not None:
-        reserved = eng.reservation.reserved_bytes
-        pool = max(0, eng.reservation.kv_pool_bytes)
-    return MemoryBreakdown(
-        weights_bytes=weights,
-        activations_bytes=eng.activation_peak,
-        kv_cache_bytes=kv,
-        overhead_bytes=overhead_bytes,
-        total_bytes=total,
-        capacity_bytes=capacity_bytes or 0,
-        headroom_fraction=(1 - total / capacity_bytes) if capacity_bytes else None,
-        engine_reserved_bytes=reserved,
-        kv_pool_bytes=pool,
-        details=details,
-    )
+    return _breakdown(workload, memory, sequences, terms, capacity_bytes)
 
 
 def inference_breakdown(
@@ -295,25 +498,14 @@ def inference_breakdown(
     overhead: OverheadModel,
     parts: Parts = FRESH,
 ) -> MemoryBreakdown:
-    """The requirement of the most loaded GPU of a serving plan (see module docstring).
+    """The requirement of the most loaded GPU of a serving plan (see module docstring), in two
+    phases: the stages' memory apart from the sequences and the GPU (:func:`stage_memories`,
+    independent of DP and capacity), then the replica's share of the sequences, the engine's
+    forward pass and its reservation on the GPU (:func:`heaviest_serving_stage`).
 
     ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts.
     """
-    wplan = weight_plan(arch, workload.weight_dtype)
-    best: MemoryBreakdown | None = None
-    for stage in parts.stages(arch, plan.pipeline_parallel):
-        result = stage_breakdown(
-            arch,
-            workload,
-            plan,
-            stage,
-            wplan=wplan,
-            capacity_bytes=capacity_bytes,
-            overhead=overhead,
-            parts=parts,
-        )
-        if best is None or result.total_bytes > best.total_bytes:
-            best = result
-    if best is None:  # pipeline_parallel >= 1 is validated before
-        raise ValueError("pipeline_parallel must be at least 1")
-    return best
+    stages = stage_memories(arch, workload, plan, overhead=overhead, parts=parts)
+    return heaviest_serving_stage(
+        workload, plan, stages, capacity_bytes=capacity_bytes, overhead=overhead
+    )
