@@ -109,6 +109,23 @@ class EngineReservation(Struct, frozen=True, kw_only=True):
     kv_pool_bytes: int
 
 
+def vllm_kv_pool(
+    *,
+    capacity_bytes: int,
+    gpu_memory_utilization: float,
+    weights_bytes: int,
+    activation_peak_bytes: int,
+    non_torch_bytes: int = VLLM_NON_TORCH_BYTES,
+    cuda_graph_bytes: int = VLLM_CUDA_GRAPH_BYTES,
+) -> tuple[int, int]:
+    """(reserved, KV pool) bytes of :func:`vllm_reservation`, without the record: reserved =
+    utilization x capacity (rounded down), pool = reserved - weights - activations - non-torch
+    - CUDA graphs (negative when the rest exceeds the reservation)."""
+    reserved = int(capacity_bytes * gpu_memory_utilization)
+    pool = reserved - weights_bytes - activation_peak_bytes - non_torch_bytes - cuda_graph_bytes
+    return reserved, pool
+
+
 def vllm_reservation(
     *,
     capacity_bytes: int,
@@ -125,8 +142,14 @@ def vllm_reservation(
     14.99 weights - 2.99 activations - 0.35 non-torch = 2.89 GiB for KV (graphs not counted in
     that version).
     """
-    reserved = int(capacity_bytes * gpu_memory_utilization)
-    pool = reserved - weights_bytes - activation_peak_bytes - non_torch_bytes - cuda_graph_bytes
+    reserved, pool = vllm_kv_pool(
+        capacity_bytes=capacity_bytes,
+        gpu_memory_utilization=gpu_memory_utilization,
+        weights_bytes=weights_bytes,
+        activation_peak_bytes=activation_peak_bytes,
+        non_torch_bytes=non_torch_bytes,
+        cuda_graph_bytes=cuda_graph_bytes,
+    )
     return EngineReservation(
         reserved_bytes=reserved,
         weights_bytes=weights_bytes,

@@ -41,7 +41,7 @@ from gpu_advisor.core.memory.engine import (
     sampler_bytes,
     vllm_default_max_num_batched_tokens,
     vllm_default_max_num_seqs,
-    vllm_reservation,
+    vllm_kv_pool,
 )
 from gpu_advisor.core.memory.formats import (
     BF16,
@@ -52,9 +52,9 @@ from gpu_advisor.core.memory.formats import (
     weight_format,
 )
 from gpu_advisor.core.memory.kv_cache import (
-    cross_attention_kv_bytes,
-    kv_cache_bytes,
-    kv_cache_bytes_per_token,
+    cached_tokens,
+    cross_attention_layer_bytes,
+    decoder_layer_token_bytes,
 )
 from gpu_advisor.core.memory.layout import ShardParams, stage_range
 from gpu_advisor.core.memory.overhead import OverheadModel, runtime_overhead_bytes
@@ -243,6 +243,82 @@ class StageMemory(Struct, frozen=True, kw_only=True):
         )
 
 
+class _ShapeInputs(Struct, frozen=True, kw_only=True):
+    """What every stage of one plan shape reads of the workload, the architecture and TP:
+    phase one's per-shape part (:func:`_shape_inputs`)."""
+
+    wplan: WeightPlan
+    stack_layers: int
+    encoder_layers: int
+    context_tokens: int
+    prompt_tokens: int
+    layer_token_bytes: int
+    cross_attention_layer_bytes: int
+    activation_bytes_per_token: int
+    sampler_bytes_per_sequence: int
+    non_torch_bytes: int
+    cuda_graph_bytes: int
+
+
+def _shape_inputs(
+    arch: Architecture, workload: InferenceWorkload, plan: ParallelPlan, wplan: WeightPlan
+) -> _ShapeInputs:
+    tp = plan.tensor_parallel
+    kv_b = kv_element_bytes(workload, wplan)
+    vllm = workload.engine == "vllm"
+    context = block_rounded_tokens(workload.context_length) if vllm else workload.context_length
+    prompt = prompt_tokens(workload, arch)
+    samples = vllm or not arch.encoder_only  # generic: an encoder-only model generates nothing
+    return _ShapeInputs(
+        wplan=wplan,
+        stack_layers=total_stack_layers(arch),
+        encoder_layers=0 if arch.encoder_only else arch.num_encoder_layers,
+        context_tokens=context,
+        prompt_tokens=prompt,
+        layer_token_bytes=decoder_layer_token_bytes(arch, element_bytes=kv_b, tensor_parallel=tp),
+        cross_attention_layer_bytes=cross_attention_layer_bytes(
+            arch, encoder_tokens=prompt, element_bytes=kv_b, tensor_parallel=tp
+        ),
+        activation_bytes_per_token=forward_bytes_per_token(
+            arch, activation_bytes(wplan), tensor_parallel=tp
+        ),
+        sampler_bytes_per_sequence=sampler_bytes(1, arch.vocab_size) if samples else 0,
+        non_torch_bytes=VLLM_NON_TORCH_BYTES if vllm else 0,
+        cuda_graph_bytes=VLLM_CUDA_GRAPH_BYTES if vllm and workload.cuda_graphs else 0,
+    )
+
+
+def _stage_memory(
+    arch: Architecture, plan: ParallelPlan, stage: int, shape: _ShapeInputs, parts: Parts
+) -> StageMemory:
+    shard = parts.shard(arch, plan, stage)
+    weight_parts = shard_weight_bytes(shard, shape.wplan)
+    start, end = stage_range(shape.stack_layers, plan.pipeline_parallel, stage)
+    enc = shape.encoder_layers
+    dec_range = (max(0, start - enc), max(0, end - enc))
+    layers = dec_range[1] - dec_range[0]
+    # kv_cache_bytes + cross_attention_kv_bytes of one sequence
+    kv = cached_tokens(arch, shape.context_tokens, dec_range) * shape.layer_token_bytes
+    kv += layers * shape.cross_attention_layer_bytes
+    last = stage == plan.pipeline_parallel - 1  # the last stage samples
+    return StageMemory(
+        stage=stage,
+        weights_bytes=sum(weight_parts.values()),
+        kv_bytes_per_sequence=kv,
+        activation_bytes_per_token=shape.activation_bytes_per_token,
+        sampler_bytes_per_sequence=shape.sampler_bytes_per_sequence if last else 0,
+        prompt_tokens=shape.prompt_tokens,
+        non_torch_bytes=shape.non_torch_bytes,
+        cuda_graph_bytes=shape.cuda_graph_bytes,
+        details={
+            "pipeline_stage": stage,
+            "parameters_on_gpu": shard.total,
+            **weight_parts,
+            "kv_cache.bytes_per_token": layers * shape.layer_token_bytes,  # windows ignored
+        },
+    )
+
+
 def stage_memory(
     arch: Architecture,
     workload: InferenceWorkload,
@@ -254,60 +330,7 @@ def stage_memory(
 ) -> StageMemory:
     """Phase one of one stage: its :class:`StageMemory`. Reads of ``plan`` only what
     :func:`serving_key` keys."""
-    tp = plan.tensor_parallel
-    shard = parts.shard(arch, plan, stage)
-    weight_parts = shard_weight_bytes(shard, wplan)
-    kv_b = kv_element_bytes(workload, wplan)
-    start, end = stage_range(total_stack_layers(arch), plan.pipeline_parallel, stage)
-    enc = 0 if arch.encoder_only else arch.num_encoder_layers
-    dec_range = (max(0, start - enc), max(0, end - enc))
-    context = workload.context_length
-    if workload.engine == "vllm":
-        context = block_rounded_tokens(context)
-    prompt = prompt_tokens(workload, arch)
-    kv = kv_cache_bytes(
-        arch,
-        context_tokens=context,
-        sequences=1,
-        element_bytes=kv_b,
-        tensor_parallel=tp,
-        layer_range=dec_range,
-    )
-    kv += cross_attention_kv_bytes(
-        arch,
-        encoder_tokens=prompt,
-        sequences=1,
-        element_bytes=kv_b,
-        tensor_parallel=tp,
-        layers=dec_range[1] - dec_range[0],
-    )
-    samples = stage == plan.pipeline_parallel - 1  # the last stage samples
-    if workload.engine != "vllm" and arch.encoder_only:
-        samples = False  # nothing to generate
-    vllm = workload.engine == "vllm"
-    return StageMemory(
-        stage=stage,
-        weights_bytes=sum(weight_parts.values()),
-        kv_bytes_per_sequence=kv,
-        activation_bytes_per_token=forward_bytes_per_token(
-            arch, activation_bytes(wplan), tensor_parallel=tp
-        ),
-        sampler_bytes_per_sequence=sampler_bytes(1, arch.vocab_size) if samples else 0,
-        prompt_tokens=prompt,
-        non_torch_bytes=VLLM_NON_TORCH_BYTES if vllm else 0,
-        cuda_graph_bytes=VLLM_CUDA_GRAPH_BYTES if vllm and workload.cuda_graphs else 0,
-        details={
-            "pipeline_stage": stage,
-            "parameters_on_gpu": shard.total,
-            **weight_parts,
-            "kv_cache.bytes_per_token": kv_cache_bytes_per_token(
-                arch,
-                element_bytes=kv_b,
-                tensor_parallel=tp,
-                layers=dec_range[1] - dec_range[0],
-            ),
-        },
-    )
+    return _stage_memory(arch, plan, stage, _shape_inputs(arch, workload, plan, wplan), parts)
 
 
 def stage_memories(
@@ -329,11 +352,11 @@ def stage_memories(
     Raises:
         InvalidSpecError: unknown dtype (field ``workload.weight_dtype``).
     """
-    wplan = weight_plan(arch, workload.weight_dtype)
+    shape = _shape_inputs(arch, workload, plan, weight_plan(arch, workload.weight_dtype))
     prune = overhead.fragmentation_fraction >= 0  # more activations never mean less overhead
     kept: list[StageMemory] = []
     for stage in parts.stages(arch, plan.pipeline_parallel):
-        memory = stage_memory(arch, workload, plan, stage, wplan=wplan, parts=parts)
+        memory = _stage_memory(arch, plan, stage, shape, parts)
         # a stage that an earlier one covers is never the heaviest (the first of equal totals is)
         if not (prune and any(earlier.covers(memory) for earlier in kept)):
             kept.append(memory)
@@ -346,19 +369,11 @@ one GPU's, in bytes but for the tokens."""
 
 
 def _terms(
-    workload: InferenceWorkload,
-    memory: StageMemory,
-    *,
-    sequences: int,
-    capacity_bytes: int | None,
-    overhead: OverheadModel,
+    memory: StageMemory, sequences: int, batch: tuple[int, int], overhead: OverheadModel
 ) -> _Terms:
-    tokens, sampled = forward_batch(
-        workload,
-        prompt_tokens=memory.prompt_tokens,
-        sequences=sequences,
-        capacity_bytes=capacity_bytes,
-    )
+    """``memory``'s terms for ``sequences`` sequences and a forward pass of ``batch``
+    (:func:`forward_batch`)."""
+    tokens, sampled = batch
     kv = sequences * memory.kv_bytes_per_sequence
     peak = tokens * memory.activation_bytes_per_token + sampled * memory.sampler_bytes_per_sequence
     cuda_context, fragmentation = runtime_overhead_bytes(peak, overhead)
@@ -381,7 +396,7 @@ def engine_reservation(
     generic engine or without a capacity."""
     if workload.engine != "vllm" or not capacity_bytes:
         return None, None
-    reservation = vllm_reservation(
+    reserved, pool = vllm_kv_pool(
         capacity_bytes=capacity_bytes,
         gpu_memory_utilization=workload.gpu_memory_utilization,
         weights_bytes=weights_bytes,
@@ -389,7 +404,7 @@ def engine_reservation(
         non_torch_bytes=non_torch_bytes,
         cuda_graph_bytes=cuda_graph_bytes,
     )
-    return reservation.reserved_bytes, max(0, reservation.kv_pool_bytes)
+    return reserved, max(0, pool)
 
 
 def _breakdown(
@@ -454,17 +469,22 @@ def heaviest_serving_stage(
             ``headroom_fraction`` and, for vLLM, the reservation and KV pool.
         overhead: CUDA-context and fragmentation parameters.
     """
-    sequences = sequences_per_replica(workload, plan)
-    best: tuple[StageMemory, _Terms] | None = None
-    for memory in stages:
-        terms = _terms(
-            workload, memory, sequences=sequences, capacity_bytes=capacity_bytes, overhead=overhead
-        )
-        if best is None or terms[6] > best[1][6]:
-            best = (memory, terms)
-    if best is None:  # pipeline_parallel >= 1 is validated before
+    if not stages:  # pipeline_parallel >= 1 is validated before
         raise ValueError("pipeline_parallel must be at least 1")
-    return _breakdown(workload, best[0], sequences, best[1], capacity_bytes)
+    sequences = sequences_per_replica(workload, plan)
+    batch = forward_batch(
+        workload,
+        prompt_tokens=stages[0].prompt_tokens,  # every stage's
+        sequences=sequences,
+        capacity_bytes=capacity_bytes,
+    )
+    best = stages[0]
+    best_terms = _terms(best, sequences, batch, overhead)
+    for memory in stages[1:]:
+        terms = _terms(memory, sequences, batch, overhead)
+        if terms[6] > best_terms[6]:
+            best, best_terms = memory, terms
+    return _breakdown(workload, best, sequences, best_terms, capacity_bytes)
 
 
 def stage_breakdown(
@@ -482,11 +502,9 @@ def stage_breakdown(
     of the sequences (:func:`sequences_per_replica`; ``details["kv_cache.sequences"]``): both
     phases for that stage alone."""
     memory = stage_memory(arch, workload, plan, stage, wplan=wplan, parts=parts)
-    sequences = sequences_per_replica(workload, plan)
-    terms = _terms(
-        workload, memory, sequences=sequences, capacity_bytes=capacity_bytes, overhead=overhead
+    return heaviest_serving_stage(
+        workload, plan, (memory,), capacity_bytes=capacity_bytes, overhead=overhead
     )
-    return _breakdown(workload, memory, sequences, terms, capacity_bytes)
 
 
 def inference_breakdown(

@@ -83,6 +83,16 @@ def per_layer_token_bytes(
     )
 
 
+def decoder_layer_token_bytes(
+    arch: Architecture, *, element_bytes: int, tensor_parallel: int = 1
+) -> int:
+    """Bytes per token of one decoder layer's cache on one GPU: :func:`per_layer_token_bytes`,
+    0 for an encoder-only model (it caches nothing)."""
+    if arch.encoder_only:
+        return 0
+    return per_layer_token_bytes(arch, element_bytes=element_bytes, tensor_parallel=tensor_parallel)
+
+
 def kv_cache_bytes_per_token(
     arch: Architecture,
     *,
@@ -98,9 +108,7 @@ def kv_cache_bytes_per_token(
     Example: Llama-3.1-70B bf16: 2 x 80 x 8 x 128 x 2 = 327,680 B; at TP=8: 40,960 B.
     """
     n = arch.num_layers if layers is None else layers
-    if arch.encoder_only:
-        return 0
-    return n * per_layer_token_bytes(
+    return n * decoder_layer_token_bytes(
         arch, element_bytes=element_bytes, tensor_parallel=tensor_parallel
     )
 
@@ -151,6 +159,22 @@ def cached_tokens(arch: Architecture, context_tokens: int, layer_range: tuple[in
     return sum(layer_token_capacity(w, context_tokens) for w in windows)
 
 
+def cross_attention_layer_bytes(
+    arch: Architecture, *, encoder_tokens: int, element_bytes: int, tensor_parallel: int = 1
+) -> int:
+    """Bytes of one decoder layer's cross-attention K/V of one sequence's encoder output, on one
+    GPU: ``2 x kv_heads x head_dim x B x encoder_tokens`` (transformers
+    ``EncoderDecoderCache``); 0 for a model without an encoder or an encoder-only one."""
+    if arch.num_encoder_layers == 0 or arch.encoder_only:
+        return 0
+    return (
+        kv_bytes_per_token_per_layer(
+            kv_heads_per_gpu(arch.num_kv_heads, tensor_parallel), arch.head_dim, element_bytes
+        )
+        * encoder_tokens
+    )
+
+
 def cross_attention_kv_bytes(
     arch: Architecture,
     *,
@@ -161,15 +185,15 @@ def cross_attention_kv_bytes(
     layers: int | None = None,
 ) -> int:
     """Encoder-decoder models also cache each decoder layer's cross-attention K/V of the encoder
-    output: ``layers x 2 x kv_heads x head_dim x B x encoder_tokens`` (transformers
-    ``EncoderDecoderCache``)."""
-    if arch.num_encoder_layers == 0 or arch.encoder_only:
-        return 0
+    output: ``layers x 2 x kv_heads x head_dim x B x encoder_tokens`` per sequence
+    (:func:`cross_attention_layer_bytes`)."""
     return (
         (arch.num_layers if layers is None else layers)
-        * kv_bytes_per_token_per_layer(
-            kv_heads_per_gpu(arch.num_kv_heads, tensor_parallel), arch.head_dim, element_bytes
+        * cross_attention_layer_bytes(
+            arch,
+            encoder_tokens=encoder_tokens,
+            element_bytes=element_bytes,
+            tensor_parallel=tensor_parallel,
         )
-        * encoder_tokens
         * sequences
     )
