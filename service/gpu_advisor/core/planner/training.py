@@ -493,7 +493,9 @@ class TrainingPlanner:
             link = links(gpu, min(ctx.domain, width), width, n, key.network_gbit_per_s)
             fastest: tuple[float, ParallelPlan, MemoryBreakdown, TrainingEstimate] | None = None
             for plan in plans:
-                memory = self.space.memory(plan, key.memory_exposed_bytes)
+                # the requirement the search sized (the speed reads only the requirement);
+                # only the fastest plan's breakdown is re-based on this GPU's capacity
+                memory = self.space.memory(plan)
                 if memory is None:  # pragma: no cover - the requirement call accepted it
                     continue
                 estimate = self._speed(plan, memory, ctx, link)
@@ -501,6 +503,11 @@ class TrainingPlanner:
                 if fastest is None or seconds_per_token < fastest[0]:
                     fastest = (seconds_per_token, plan, memory, estimate)
             if fastest is not None:
+                seconds_per_token, plan, _, estimate = fastest
+                memory = self.space.memory(plan, key.memory_exposed_bytes)
+                if memory is None:  # pragma: no cover - the requirement call accepted it
+                    continue
+                fastest = (seconds_per_token, plan, memory, estimate)
                 _, plan, memory, estimate = self._roomier(fastest, ctx, link)
                 options.append(
                     PlanOption(
