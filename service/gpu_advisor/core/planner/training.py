@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from msgspec import Struct, structs
 
@@ -52,32 +52,30 @@ class _Fit:
         return False
 
 
-_T = TypeVar("_T")
+class _Sweep:
+    """The most-sharded plan of each PP degree of one TP degree and GPU count, with its
+    requirement (:meth:`TrainingPlanner._sweep`): entries are computed on first demand and
+    remembered, so a later caller reads them and goes on with the source."""
 
+    __slots__ = ("_source", "needs", "plans")
 
-class _Lazy(Generic[_T]):
-    """An iterator's items, computed on first demand and remembered: iterating again reads
-    the remembered ones, then goes on with the source."""
+    def __init__(self, source: Iterator[tuple[ParallelPlan, MemoryBreakdown]]) -> None:
+        self._source: Iterator[tuple[ParallelPlan, MemoryBreakdown]] | None = source
+        self.plans: list[ParallelPlan] = []
+        self.needs: list[MemoryBreakdown] = []
 
-    def __init__(self, source: Iterator[_T]) -> None:
-        self._source = source
-        self._items: list[_T] = []
-        self._done = False
-
-    def __iter__(self) -> Iterator[_T]:
-        position = 0
-        while True:
-            if position < len(self._items):
-                yield self._items[position]
-                position += 1
-            elif self._done:
-                return
-            else:
-                item = next(self._source, None)
-                if item is None:
-                    self._done = True
-                    return
-                self._items.append(item)
+    def reach(self, position: int) -> bool:
+        """Whether the sweep has an entry at ``position`` (computing those up to it)."""
+        while position >= len(self.needs):
+            if self._source is None:
+                return False
+            item = next(self._source, None)
+            if item is None:
+                self._source = None
+                return False
+            self.plans.append(item[0])
+            self.needs.append(item[1])
+        return True
 
 
 class _Found(Struct, frozen=True):
@@ -152,7 +150,7 @@ class TrainingPlanner:
         # Groups that share a GPU count share their searches wherever the usable memory
         # compares alike with every requirement the search asked about.
         self._fits: dict[tuple[int, int, int], list[_Found]] = {}
-        self._sweeps: dict[tuple[int, int], _Lazy[tuple[ParallelPlan, MemoryBreakdown]]] = {}
+        self._sweeps: dict[tuple[int, int], _Sweep] = {}
         self._nodes: dict[tuple[int, int, int], list[tuple[float, float, int | None]]] = {}
 
     def tensor_degrees(self, gpus_per_node: int, tp_cap: int) -> list[int]:
@@ -177,8 +175,10 @@ class TrainingPlanner:
         # TP never exceeds the node: caps above it search alike (and share the search)
         tp_cap = min(tp_cap, gpus_per_node)
         searches = self._fits.setdefault((gpus_per_node, nodes, tp_cap), [])
-        found = next((f for f in searches if f.low <= usable < f.high), None)
-        if found is None:
+        for found in searches:
+            if found.low <= usable < found.high:
+                break
+        else:
             seen = Nearest()
             fit = _Fit(usable)
             plans = self._search(gpus_per_node, nodes, tp_cap, fit, seen)
@@ -194,9 +194,16 @@ class TrainingPlanner:
         gradients, optimizer state and (with sequence parallel) activations alike. (Plans that
         leave GPUs idle hold more per GPU than those using them all, so they are not
         probed.)"""
-        widest = self.tensor_degrees(gpus_per_node, tp_cap)[-1:]
-        total = gpus_per_node * nodes
-        return any(fit(need.total_bytes) for t in widest for _, need in self._sweep(t, total))
+        degrees = self.tensor_degrees(gpus_per_node, tp_cap)
+        if not degrees:
+            return False
+        sweep = self._sweep(degrees[-1], gpus_per_node * nodes)
+        position = 0
+        while sweep.reach(position):
+            if fit(sweep.needs[position].total_bytes):
+                return True
+            position += 1
+        return False
 
     def fewest_nodes(
         self, gpus_per_node: int, tp_cap: int, max_nodes: int, usable: float
@@ -241,7 +248,7 @@ class TrainingPlanner:
         d = total // (t * p)
         return _plan(t, p, d, self.space.expert_degrees(d)[-1], self._stages(d, p)[-1])
 
-    def _sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
+    def _sweep(self, t: int, total: int) -> _Sweep:
         """The most-sharded plan of each PP degree for TP ``t`` over ``total`` GPUs, with its
         requirement, PP ascending, computed as the caller goes and remembered for the next
         caller. Stops once doubling PP saves under :data:`PIPELINE_MIN_SAVING` of the
@@ -250,8 +257,8 @@ class TrainingPlanner:
         key = (t, total)
         sweep = self._sweeps.get(key)
         if sweep is None:
-            sweep = self._sweeps[key] = _Lazy(self._compute_sweep(t, total))
-        return iter(sweep)
+            sweep = self._sweeps[key] = _Sweep(self._compute_sweep(t, total))
+        return sweep
 
     def _compute_sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
         previous: tuple[int, int] | None = None  # (p, requirement)
@@ -281,7 +288,13 @@ class TrainingPlanner:
             return []
         # Narrower TP holds more per GPU: when no most-sharded plan of the widest fits, none
         # can (and ``nearest`` then holds the least any plan needs).
-        if not any(fit(nearest.note(plan, need)) for plan, need in self._sweep(degrees[-1], total)):
+        sweep = self._sweep(degrees[-1], total)
+        position = 0
+        while sweep.reach(position):
+            if fit(nearest.note(sweep.plans[position], sweep.needs[position])):
+                break
+            position += 1
+        else:
             return []
         fitting: list[ParallelPlan] = []
         for t in degrees:
@@ -360,20 +373,24 @@ class TrainingPlanner:
         first, then the loosest (a degree that cannot fit costs two calls), and the first fitting
         stage between them is found by binary search.
         """
+        last = len(stages) - 1
         for e in experts:
-            plans = [_plan(t, p, d, e, stage) for stage in stages]
-            if self._plan_fits(plans[0], fit):
-                return plans[0]
-            if not self._plan_fits(plans[-1], fit):
+            first = _plan(t, p, d, e, stages[0])
+            if self._plan_fits(first, fit):
+                return first
+            loosest = _plan(t, p, d, e, stages[last]) if last else first
+            if not self._plan_fits(loosest, fit):
                 continue
-            low, high = 1, len(plans) - 1  # plans[high] fits, plans[0] does not
+            low, high = 1, last  # stage ``high`` fits, stage 0 does not
+            found = loosest
             while low < high:
                 middle = (low + high) // 2
-                if self._plan_fits(plans[middle], fit):
-                    high = middle
+                plan = _plan(t, p, d, e, stages[middle])
+                if self._plan_fits(plan, fit):
+                    high, found = middle, plan
                 else:
                     low = middle + 1
-            return plans[high]
+            return found
         return None
 
     def _plan_fits(self, plan: ParallelPlan, fit: _Fit) -> bool:
