@@ -152,6 +152,7 @@ class TrainingPlanner:
         self._fits: dict[tuple[int, int, int], list[_Found]] = {}
         self._sweeps: dict[tuple[int, int], _Sweep] = {}
         self._nodes: dict[tuple[int, int, int], list[tuple[float, float, int | None]]] = {}
+        self._pipelines: dict[tuple[int, int], list[int]] = {}
 
     def tensor_degrees(self, gpus_per_node: int, tp_cap: int) -> list[int]:
         """TP degrees searched (:meth:`SearchSpace.tensor_degrees`; 1 for QLoRA)."""
@@ -187,17 +188,11 @@ class TrainingPlanner:
         nearest.merge(found.nearest)
         return found.plans
 
-    def fits_somewhere(self, gpus_per_node: int, nodes: int, tp_cap: int, fit: _Fit) -> bool:
-        """Whether a most-sharded plan of ``nodes`` nodes at the widest TP degree fits
+    def fits_somewhere(self, t: int, total: int, fit: _Fit) -> bool:
+        """Whether a most-sharded plan of TP ``t`` over ``total`` GPUs fits at some PP degree
         (``fit``: the test against the group's usable bytes; enough to explain a rejection:
-        "needs 4 nodes ..."). The widest TP holds the least per GPU: it divides weights,
-        gradients, optimizer state and (with sequence parallel) activations alike. (Plans that
-        leave GPUs idle hold more per GPU than those using them all, so they are not
-        probed.)"""
-        degrees = self.tensor_degrees(gpus_per_node, tp_cap)
-        if not degrees:
-            return False
-        sweep = self._sweep(degrees[-1], gpus_per_node * nodes)
+        "needs 4 nodes ...")."""
+        sweep = self._sweep(t, total)
         position = 0
         while sweep.reach(position):
             if fit(sweep.needs[position].total_bytes):
@@ -208,17 +203,30 @@ class TrainingPlanner:
     def fewest_nodes(
         self, gpus_per_node: int, tp_cap: int, max_nodes: int, usable: float
     ) -> int | None:
-        """The fewest nodes (up to ``max_nodes``) on which :meth:`fits_somewhere` holds, or
-        None. Shared by every group of the GPU count whose usable bytes compare alike with
-        each requirement the search asked about (as :meth:`first_fits`)."""
-        searches = self._nodes.setdefault((gpus_per_node, tp_cap, max_nodes), [])
+        """The fewest nodes (up to ``max_nodes``) of ``gpus_per_node`` GPUs on which a plan at
+        the widest TP degree fits (:meth:`fits_somewhere`), or None. The widest TP holds the
+        least per GPU: it divides weights, gradients, optimizer state and (with sequence
+        parallel) activations alike. (Plans that leave GPUs idle hold more per GPU than those
+        using them all, so they are not probed.)
+
+        Shared by every group of the GPU count and widest TP degree whose usable bytes compare
+        alike with each requirement the search asked about (as :meth:`first_fits`).
+        """
+        degrees = self.tensor_degrees(gpus_per_node, tp_cap)
+        if not degrees:
+            return None
+        t = degrees[-1]
+        searches = self._nodes.setdefault((gpus_per_node, t, max_nodes), [])
         for low, high, nodes in searches:
             if low <= usable < high:
                 return nodes
         fit = _Fit(usable)
-        nodes = smallest_fitting_count(
-            lambda n: self.fits_somewhere(gpus_per_node, n, tp_cap, fit), max_nodes
-        )
+        if max_nodes == 1:  # smallest_fitting_count's one probe
+            nodes = 1 if self.fits_somewhere(t, gpus_per_node, fit) else None
+        else:
+            nodes = smallest_fitting_count(
+                lambda n: self.fits_somewhere(t, gpus_per_node * n, fit), max_nodes
+            )
         searches.append((fit.low, fit.high, nodes))
         return nodes
 
@@ -241,7 +249,13 @@ class TrainingPlanner:
         1 for QLoRA (:data:`QLORA_SHARDINGS`)."""
         if self.qlora:
             return [1]
-        return divisors(total // t, min(self.space.arch.num_layers, PIPELINE_MAX))
+        key = (t, total)
+        found = self._pipelines.get(key)
+        if found is None:
+            found = self._pipelines[key] = divisors(
+                total // t, min(self.space.arch.num_layers, PIPELINE_MAX)
+            )
+        return found
 
     def _loosest(self, t: int, p: int, total: int) -> ParallelPlan:
         """The most-sharded plan of ``(t, p)``: the widest EP and the last ZeRO stage."""
@@ -504,7 +518,10 @@ class TrainingPlanner:
             return found
 
         limit = self.node_limit(key)
-        first = smallest_fitting_count(lambda n: bool(fitting(n)[1]), limit)
+        if limit == 1:  # smallest_fitting_count's one probe
+            first = 1 if fitting(1)[1] else None
+        else:
+            first = smallest_fitting_count(lambda n: bool(fitting(n)[1]), limit)
         for n in self.node_counts(first, limit) if first is not None else []:
             width, plans = fitting(n)
             link = links(gpu, min(ctx.domain, width), width, n, key.network_gbit_per_s)
