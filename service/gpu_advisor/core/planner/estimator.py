@@ -100,8 +100,10 @@ class MemoMemory:
         self._arch = arch
         self._workload = workload
         self._rule = rule
-        self._cache: dict[tuple[ParallelPlan, int | None], MemoryBreakdown | None] = {}
-        self._bases: dict[tuple[ParallelPlan, Hashable], MemoryBreakdown | None] = {}
+        # per capacity (None: the requirement alone), then per plan: a lookup allocates no key
+        # (keys kept for a request add to the garbage collector's work)
+        self._cache: dict[int | None, dict[ParallelPlan, MemoryBreakdown | None]] = {}
+        self._bases: dict[Hashable, dict[ParallelPlan, MemoryBreakdown | None]] = {}
         self._classes: dict[int | None, Hashable] = {}
         self.calls = 0
         self._capacity_matters = isinstance(workload, InferenceWorkload) and (
@@ -136,18 +138,23 @@ class MemoMemory:
         ``plan.*`` field: the search then skips it). Errors about the workload itself
         propagate: they are the caller's to fix."""
         capacity = capacity_bytes or None
-        key = (plan, capacity)
-        found = self._cache.get(key, _MISSING)
+        answers = self._cache.get(capacity)
+        if answers is None:
+            answers = self._cache[capacity] = {}
+        found = answers.get(plan, _MISSING)
         if not isinstance(found, _Missing):
             return found
-        base_key = (plan, self._class(capacity))
-        base = self._bases.get(base_key, _MISSING) if capacity else _MISSING
+        capacity_class = self._class(capacity)
+        bases = self._bases.get(capacity_class)
+        if bases is None:
+            bases = self._bases[capacity_class] = {}
+        base = bases.get(plan, _MISSING) if capacity else _MISSING
         if capacity and not isinstance(base, _Missing):
             found = None if base is None else self._rebase(base, capacity)
         else:
             found = self._ask(plan, capacity)
-            self._bases.setdefault(base_key, found)
-        self._cache[key] = found
+            bases.setdefault(plan, found)
+        answers[plan] = found
         return found
 
     def _ask(self, plan: ParallelPlan, capacity_bytes: int | None) -> MemoryBreakdown | None:

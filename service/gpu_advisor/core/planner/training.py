@@ -145,7 +145,7 @@ class TrainingPlanner:
             if self.qlora
             else ZERO_STAGES
         )
-        self._speeds: dict[tuple[Any, ...], TrainingEstimate] = {}
+        self._speeds: dict[tuple[Any, ...], dict[ParallelPlan, TrainingEstimate]] = {}
         self._flops = training_flops_per_token(space.arch, workload)
         # Groups that share a GPU count share their searches wherever the usable memory
         # compares alike with every requirement the search asked about.
@@ -433,9 +433,13 @@ class TrainingPlanner:
     def _speed(
         self, plan: ParallelPlan, memory: MemoryBreakdown, ctx: GroupContext, link: Links
     ) -> TrainingEstimate:
-        """:func:`estimate_training`, memoised across groups with the same GPU and links."""
-        key = (plan, memory.total_bytes, ctx.compute, link, ctx.efficiency)
-        found = self._speeds.get(key)
+        """:func:`estimate_training`, memoised across groups with the same GPU and links
+        (``memory`` is the plan's: one requirement per plan in a request)."""
+        key = (ctx.compute, link, ctx.efficiency)
+        speeds = self._speeds.get(key)
+        if speeds is None:
+            speeds = self._speeds[key] = {}
+        found = speeds.get(plan)
         if found is None:
             found = estimate_training(
                 self.space.arch,
@@ -447,7 +451,7 @@ class TrainingPlanner:
                 ctx.efficiency,
                 flops=self._flops,
             )
-            self._speeds[key] = found
+            speeds[plan] = found
         return found
 
     def _roomier(
