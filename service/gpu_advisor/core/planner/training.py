@@ -152,7 +152,7 @@ class TrainingPlanner:
         self._fits: dict[tuple[int, int, int], list[_Found]] = {}
         self._sweeps: dict[tuple[int, int], _Sweep] = {}
         self._nodes: dict[tuple[int, int, int], list[tuple[float, float, int | None]]] = {}
-        self._pipelines: dict[tuple[int, int], list[int]] = {}
+        self._pipelines: dict[tuple[int, int], tuple[int, ...]] = {}
 
     def tensor_degrees(self, gpus_per_node: int, tp_cap: int) -> list[int]:
         """TP degrees searched (:meth:`SearchSpace.tensor_degrees`; 1 for QLoRA)."""
@@ -243,17 +243,18 @@ class TrainingPlanner:
             return PIPELINE_SHARDINGS  # (QLoRA plans keep PP = 1)
         return self.shardings
 
-    def _pipeline_degrees(self, t: int, total: int) -> list[int]:
+    def _pipeline_degrees(self, t: int, total: int) -> tuple[int, ...]:
         """PP degrees for TP ``t`` over ``total`` GPUs: the divisors of ``total / t`` (pipeline
         stages need not be a power of two), at most the layers and :data:`PIPELINE_MAX`; only
         1 for QLoRA (:data:`QLORA_SHARDINGS`)."""
         if self.qlora:
-            return [1]
+            return (1,)
         key = (t, total)
         found = self._pipelines.get(key)
         if found is None:
-            found = self._pipelines[key] = divisors(
-                total // t, min(self.space.arch.num_layers, PIPELINE_MAX)
+            # a tuple of ints: kept for the request without adding to the collector's work
+            found = self._pipelines[key] = tuple(
+                divisors(total // t, min(self.space.arch.num_layers, PIPELINE_MAX))
             )
         return found
 
