@@ -7,6 +7,7 @@ from __future__ import annotations
 from gpu_advisor.core.planner.estimator import MemoMemory
 from gpu_advisor.core.planner.topology import SearchSpace
 from gpu_advisor.core.planner.training import TrainingPlanner
+from gpu_advisor.core.results import ParallelPlan
 from gpu_advisor.core.spec import Constraints, TrainingWorkload
 
 from .fixtures import GIB, make_arch, toy_estimate
@@ -50,3 +51,26 @@ def test_fewest_nodes_is_shared_by_the_widest_tp_degree_not_the_cap() -> None:
     # one node of 4 GPUs at TP 4 needs 24 + 1.5 GiB
     assert planner.fewest_nodes(4, 4, 1, 25.5 * GIB) == 1
     assert planner.fewest_nodes(4, 4, 1, 25.4 * GIB) is None
+
+
+def test_memo_memory_answers_per_plan_and_capacity() -> None:
+    # one estimate per plan (training: the capacity cannot change the requirement), re-based
+    # on each capacity asked: capacity and headroom are the capacity's, the rest the plan's
+    arch = make_arch(PARAMETERS)
+    workload = TrainingWorkload()
+    asked: list[tuple[int, int | None]] = []
+
+    def counted(arch, workload, plan, *, capacity_bytes=None):  # type: ignore[no-untyped-def]
+        asked.append((plan.data_parallel, capacity_bytes))
+        return toy_estimate(arch, workload, plan, capacity_bytes=capacity_bytes)
+
+    memory = MemoMemory(counted, arch, workload)
+    one = ParallelPlan(data_parallel=2, sharding="zero3")
+    two = ParallelPlan(data_parallel=4, sharding="zero3")
+    for plan, capacity in [(one, None), (one, 80 * GIB), (two, 80 * GIB), (one, 40 * GIB)]:
+        assert memory(plan, capacity) == toy_estimate(arch, workload, plan, capacity_bytes=capacity)
+    # 96 GiB of states over 2 and 4 GPUs, 2 GiB of activations, 1 GiB of overhead
+    assert memory(one, 40 * GIB).total_bytes == 51 * GIB
+    assert memory(two, 40 * GIB).total_bytes == 27 * GIB
+    assert memory(two, 40 * GIB).headroom_fraction == 1 - 27 / 40
+    assert asked == [(2, None), (4, 80 * GIB)]
