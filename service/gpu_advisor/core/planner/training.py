@@ -46,9 +46,11 @@ class _Fit:
 
     def __call__(self, need_bytes: int) -> bool:
         if need_bytes <= self.usable:
-            self.low = max(self.low, need_bytes)
+            if need_bytes > self.low:
+                self.low = need_bytes
             return True
-        self.high = min(self.high, need_bytes)
+        if need_bytes < self.high:
+            self.high = need_bytes
         return False
 
 
