@@ -152,9 +152,8 @@ class TrainingPlanner:
         # Groups that share a GPU count share their searches wherever the usable memory
         # compares alike with every requirement the search asked about.
         self._fits: dict[tuple[int, int, int], list[_Found]] = {}
-        self._sweeps: dict[tuple[int, int], _Sweep] = {}
+        self._sweeps: dict[int, dict[int, _Sweep]] = {}  # TP -> GPUs -> sweep
         self._nodes: dict[tuple[int, int, int], list[tuple[float, float, int | None]]] = {}
-        self._pipelines: dict[tuple[int, int], tuple[int, ...]] = {}
 
     def tensor_degrees(self, gpus_per_node: int, tp_cap: int) -> list[int]:
         """TP degrees searched (:meth:`SearchSpace.tensor_degrees`; 1 for QLoRA)."""
@@ -245,20 +244,13 @@ class TrainingPlanner:
             return PIPELINE_SHARDINGS  # (QLoRA plans keep PP = 1)
         return self.shardings
 
-    def _pipeline_degrees(self, t: int, total: int) -> tuple[int, ...]:
+    def _pipeline_degrees(self, t: int, total: int) -> list[int]:
         """PP degrees for TP ``t`` over ``total`` GPUs: the divisors of ``total / t`` (pipeline
         stages need not be a power of two), at most the layers and :data:`PIPELINE_MAX`; only
         1 for QLoRA (:data:`QLORA_SHARDINGS`)."""
         if self.qlora:
-            return (1,)
-        key = (t, total)
-        found = self._pipelines.get(key)
-        if found is None:
-            # a tuple of ints: kept for the request without adding to the collector's work
-            found = self._pipelines[key] = tuple(
-                divisors(total // t, min(self.space.arch.num_layers, PIPELINE_MAX))
-            )
-        return found
+            return [1]
+        return divisors(total // t, min(self.space.arch.num_layers, PIPELINE_MAX))
 
     def _loosest(self, t: int, p: int, total: int) -> ParallelPlan:
         """The most-sharded plan of ``(t, p)``: the widest EP and the last ZeRO stage."""
@@ -271,10 +263,12 @@ class TrainingPlanner:
         caller. Stops once doubling PP saves under :data:`PIPELINE_MIN_SAVING` of the
         requirement: PP then only adds bubble (with ZeRO-3 the model states are already
         sharded over every GPU whatever PP is)."""
-        key = (t, total)
-        sweep = self._sweeps.get(key)
+        by_total = self._sweeps.get(t)
+        if by_total is None:
+            by_total = self._sweeps[t] = {}
+        sweep = by_total.get(total)
         if sweep is None:
-            sweep = self._sweeps[key] = _Sweep(self._compute_sweep(t, total))
+            sweep = by_total[total] = _Sweep(self._compute_sweep(t, total))
         return sweep
 
     def _compute_sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
