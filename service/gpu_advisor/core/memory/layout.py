@@ -221,24 +221,124 @@ def _tp_divisor_elements(module: LinearModule, arch: Architecture, tp: int) -> t
     return -(-weight // tp), -(-rows // tp)
 
 
-def shard_params(arch: Architecture, plan: ParallelPlan, stage: int) -> ShardParams:
+class LayerShare(Struct, frozen=True, kw_only=True):
+    """The block linears of one layer range on one GPU (one TP rank, one EP rank): elements
+    per layer of the range, summed over the modules that span exactly that range.
+
+    Attributes:
+        low: first layer (in the whole stack) holding these modules.
+        high: one past the last.
+        dense_linear: non-routed weight elements per layer.
+        dense_linear_rows: their output channels per layer.
+        routed_linear: routed-expert weight elements per layer (this EP rank's experts).
+        routed_linear_rows: their output channels per layer.
+        bias: bias elements per layer.
+        routed_bias: the routed-expert part of ``bias``.
+        factored_elements: rows + cols of every matrix, per layer.
+        matrix_count: matrices per layer.
+        largest_module: the largest gathered unit among the modules (elements).
+        block_params: elements of these modules in one layer (weights and biases).
+    """
+
+    low: int
+    high: int
+    dense_linear: int = 0
+    dense_linear_rows: int = 0
+    routed_linear: int = 0
+    routed_linear_rows: int = 0
+    bias: int = 0
+    routed_bias: int = 0
+    factored_elements: int = 0
+    matrix_count: int = 0
+    largest_module: int = 0
+    block_params: int = 0
+
+
+def layer_shares(
+    arch: Architecture, tensor_parallel: int, expert_parallel: int
+) -> tuple[LayerShare, ...]:
+    """The block linears on one GPU of TP ``tensor_parallel`` and EP ``expert_parallel``,
+    grouped by the layer range holding them (one group on a :func:`uniform_stack`).
+
+    Every count :func:`shard_params` sums over the modules of a stage is the modules'
+    elements per layer times the layers the stage holds of their range, so it sums these
+    groups instead (the same integers); the stage then decides only how many layers of each
+    range it holds. Depends on TP and EP alone, not on PP or the stage.
+    """
+    tp, ep = tensor_parallel, expert_parallel
+    enc, dec = stack_layers(arch)
+    groups: dict[tuple[int, int], dict[str, int]] = {}
+    for module in arch.linears:
+        group = groups.setdefault(_module_range(module, enc, dec), dict.fromkeys(_SHARE_FIELDS, 0))
+        w_one, rows_one = _tp_divisor_elements(module, arch, tp)
+        copies = module.copies_per_layer
+        is_routed = module.expert == "routed"
+        if is_routed:
+            copies = -(-copies // ep)
+        weight = w_one * copies
+        rows = rows_one * copies
+        b = rows if module.bias else 0
+        if is_routed:
+            group["routed_linear"] += weight
+            group["routed_linear_rows"] += rows
+            group["routed_bias"] += b
+        else:
+            group["dense_linear"] += weight
+            group["dense_linear_rows"] += rows
+        group["bias"] += b
+        cols_one = -(-w_one // rows_one) if rows_one else 0
+        group["factored_elements"] += (rows_one + cols_one) * copies
+        group["matrix_count"] += copies
+        module_elems = w_one * copies + (rows_one * copies if module.bias else 0)
+        # Routed experts are one fused module per layer in transformers >= 5 (3-D expert
+        # weights), so the whole layer's experts are gathered together under ZeRO-3.
+        unit = module_elems if is_routed else module_elems // copies
+        group["largest_module"] = max(group["largest_module"], unit)
+        group["block_params"] += module_elems
+    return tuple(LayerShare(low=low, high=high, **fields) for (low, high), fields in groups.items())
+
+
+_SHARE_FIELDS = (
+    "dense_linear",
+    "dense_linear_rows",
+    "routed_linear",
+    "routed_linear_rows",
+    "bias",
+    "routed_bias",
+    "factored_elements",
+    "matrix_count",
+    "largest_module",
+    "block_params",
+)
+
+
+def shard_params(
+    arch: Architecture,
+    plan: ParallelPlan,
+    stage: int,
+    *,
+    shares: tuple[LayerShare, ...] | None = None,
+) -> ShardParams:
     """The parameters one GPU of pipeline stage ``stage`` holds under ``plan``.
 
     Args:
         arch: the resolved architecture.
         plan: the parallel plan (TP, PP, EP used here; DP sharding is applied per state later).
         stage: 0 <= stage < plan.pipeline_parallel.
+        shares: :func:`layer_shares` of ``arch`` at the plan's TP and EP when the caller has
+            them (computed here otherwise).
 
     Returns:
         Element counts (not bytes) per category; see :class:`ShardParams`.
     """
     tp = plan.tensor_parallel
-    ep = plan.expert_parallel
     pp = plan.pipeline_parallel
+    if shares is None:
+        shares = layer_shares(arch, tp, plan.expert_parallel)
     enc, dec = stack_layers(arch)
     total_layers = enc + dec
-    here = stage_range(total_layers, pp, stage)
-    layers_here = here[1] - here[0]
+    start, end = stage_range(total_layers, pp, stage)
+    layers_here = end - start
     first, last = stage == 0, stage == pp - 1
 
     counts = arch.parameters
@@ -254,43 +354,20 @@ def shard_params(arch: Architecture, plan: ParallelPlan, stage: int) -> ShardPar
     factored = matrices = 0
     largest = 0
     block = 0
-    start, end = here
-    for module in arch.linears:
-        low, high = _module_range(module, enc, dec)
-        n_layers = min(high, end) - max(low, start)
+    for share in shares:
+        n_layers = min(share.high, end) - max(share.low, start)
         if n_layers <= 0:
             continue
-        if tp == 1:
-            rows_one = module.out_features
-            w_one = module.in_features * rows_one
-        else:
-            w_one, rows_one = _tp_divisor_elements(module, arch, tp)
-        copies = module.copies_per_layer
-        is_routed = module.expert == "routed"
-        if is_routed:
-            copies = -(-copies // ep)
-        per_layer = copies * n_layers
-        weight = w_one * per_layer
-        rows = rows_one * per_layer
-        b = rows if module.bias else 0
-        if is_routed:
-            routed += weight
-            routed_rows += rows
-            routed_bias += b
-        else:
-            dense += weight
-            dense_rows += rows
-        bias += b
-        cols_one = -(-w_one // rows_one) if rows_one else 0
-        factored += (rows_one + cols_one) * per_layer
-        matrices += per_layer
-        module_elems = w_one * copies + (rows_one * copies if module.bias else 0)
-        # Routed experts are one fused module per layer in transformers >= 5 (3-D expert
-        # weights), so the whole layer's experts are gathered together under ZeRO-3.
-        unit = module_elems if is_routed else module_elems // copies
-        if unit > largest:
-            largest = unit
-        block += module_elems
+        dense += share.dense_linear * n_layers
+        dense_rows += share.dense_linear_rows * n_layers
+        routed += share.routed_linear * n_layers
+        routed_rows += share.routed_linear_rows * n_layers
+        bias += share.bias * n_layers
+        routed_bias += share.routed_bias * n_layers
+        factored += share.factored_elements * n_layers
+        matrices += share.matrix_count * n_layers
+        largest = max(largest, share.largest_module)
+        block += share.block_params
 
     if not arch.linears and counts.linear:
         # A bare parameter count (approximate architecture) without module list: spread the

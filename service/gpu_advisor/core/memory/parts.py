@@ -17,7 +17,13 @@ from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.memory.activation_stages import layer_kinds
 from gpu_advisor.core.memory.activations import ActivationSetup, LayerActivations, LayerKind
 from gpu_advisor.core.memory.activations import layer_activations as _layer_activations
-from gpu_advisor.core.memory.layout import ShardParams, heaviest_stage_candidates, shard_params
+from gpu_advisor.core.memory.layout import (
+    LayerShare,
+    ShardParams,
+    heaviest_stage_candidates,
+    layer_shares,
+    shard_params,
+)
 from gpu_advisor.core.memory.lora import AdapterCounts, adapter_counts
 from gpu_advisor.core.memory.validate import total_stack_layers
 from gpu_advisor.core.results import ParallelPlan
@@ -63,14 +69,16 @@ FRESH = Parts()
 class RememberedParts(Parts):
     """The shape-only parts of one architecture's estimates, each computed once.
 
-    Keyed by what each part depends on (the plan's TP, PP and EP and the stage; the
-    activation inputs; the layer range), so it is only valid for the one architecture it
-    was made for. Request-scoped: not shared between threads.
+    Keyed by what each part depends on (the plan's TP, PP and EP and the stage -- and the
+    block linears' per-layer split by TP and EP alone; the activation inputs; the layer
+    range), so it is only valid for the one architecture it was made for. Request-scoped:
+    not shared between threads.
     """
 
     def __init__(self, arch: Architecture) -> None:
         self._arch = arch
         self._shards: dict[tuple[int, int, int, int], ShardParams] = {}
+        self._shares: dict[tuple[int, int], tuple[LayerShare, ...]] = {}
         self._stages: dict[int, list[int]] = {}
         self._adapters: dict[tuple[tuple[str, ...], int], AdapterCounts] = {}
         self._kinds: dict[tuple[int, int, int], list[tuple[LayerKind, int]]] = {}
@@ -82,10 +90,16 @@ class RememberedParts(Parts):
 
     def shard(self, arch: Architecture, plan: ParallelPlan, stage: int) -> ShardParams:
         self._check(arch)
-        key = (plan.tensor_parallel, plan.pipeline_parallel, plan.expert_parallel, stage)
+        tp, ep = plan.tensor_parallel, plan.expert_parallel
+        key = (tp, plan.pipeline_parallel, ep, stage)
         found = self._shards.get(key)
         if found is None:
-            found = self._shards[key] = shard_params(arch, plan, stage)
+            # the block linears' split depends on TP and EP alone: every PP degree and stage
+            # of them sums the same per-layer groups
+            shares = self._shares.get((tp, ep))
+            if shares is None:
+                shares = self._shares[(tp, ep)] = layer_shares(arch, tp, ep)
+            found = self._shards[key] = shard_params(arch, plan, stage, shares=shares)
         return found
 
     def stages(self, arch: Architecture, pipeline_parallel: int) -> list[int]:

@@ -72,6 +72,13 @@ MEMORY_CAPACITY_RULE = CapacityRule(capacity_class=capacity_class, at_capacity=a
 defaults (GPUs of at least 70 GiB) change the requirement."""
 
 
+class _Missing:
+    """A dictionary miss (``None`` is a remembered answer: the plan cannot run the model)."""
+
+
+_MISSING = _Missing()
+
+
 class MemoMemory:
     """Memoises one estimator for one request (``arch`` and ``workload`` are fixed).
 
@@ -93,17 +100,26 @@ class MemoMemory:
         self._arch = arch
         self._workload = workload
         self._rule = rule
-        self._cache: dict[tuple[ParallelPlan, int | None], MemoryBreakdown | None] = {}
-        self._bases: dict[tuple[ParallelPlan, Hashable], MemoryBreakdown | None] = {}
+        # per capacity (None: the requirement alone), then per plan: a lookup allocates no key
+        # (keys kept for a request add to the garbage collector's work)
+        self._cache: dict[int | None, dict[ParallelPlan, MemoryBreakdown | None]] = {}
+        self._bases: dict[Hashable, dict[ParallelPlan, MemoryBreakdown | None]] = {}
+        self._classes: dict[int | None, Hashable] = {}
         self.calls = 0
         self._capacity_matters = isinstance(workload, InferenceWorkload) and (
             workload.engine == "vllm"
         )
 
     def _class(self, capacity_bytes: int | None) -> Hashable:
-        if self._rule is not None:
-            return self._rule.capacity_class(self._workload, capacity_bytes)
-        return capacity_bytes if self._capacity_matters else None
+        # one answer per capacity (the workload is fixed): asked once, remembered
+        found: Hashable = self._classes.get(capacity_bytes, _MISSING)
+        if found is _MISSING:
+            if self._rule is not None:
+                found = self._rule.capacity_class(self._workload, capacity_bytes)
+            else:
+                found = capacity_bytes if self._capacity_matters else None
+            self._classes[capacity_bytes] = found
+        return found
 
     def _rebase(self, base: MemoryBreakdown, capacity_bytes: int) -> MemoryBreakdown:
         if self._rule is not None:
@@ -121,17 +137,24 @@ class MemoMemory:
         estimator says the plan cannot run the model (an :class:`InvalidSpecError` about a
         ``plan.*`` field: the search then skips it). Errors about the workload itself
         propagate: they are the caller's to fix."""
-        key = (plan, capacity_bytes or None)
-        if key in self._cache:
-            return self._cache[key]
-        base_key = (plan, self._class(capacity_bytes or None))
-        if capacity_bytes and base_key in self._bases:
-            base = self._bases[base_key]
-            found = None if base is None else self._rebase(base, capacity_bytes)
+        capacity = capacity_bytes or None
+        answers = self._cache.get(capacity)
+        if answers is None:
+            answers = self._cache[capacity] = {}
+        found = answers.get(plan, _MISSING)
+        if not isinstance(found, _Missing):
+            return found
+        capacity_class = self._class(capacity)
+        bases = self._bases.get(capacity_class)
+        if bases is None:
+            bases = self._bases[capacity_class] = {}
+        base = bases.get(plan, _MISSING) if capacity else _MISSING
+        if capacity and not isinstance(base, _Missing):
+            found = None if base is None else self._rebase(base, capacity)
         else:
-            found = self._ask(plan, capacity_bytes or None)
-            self._bases.setdefault(base_key, found)
-        self._cache[key] = found
+            found = self._ask(plan, capacity)
+            bases.setdefault(plan, found)
+        answers[plan] = found
         return found
 
     def _ask(self, plan: ParallelPlan, capacity_bytes: int | None) -> MemoryBreakdown | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from msgspec import Struct, structs
 
@@ -46,38 +46,38 @@ class _Fit:
 
     def __call__(self, need_bytes: int) -> bool:
         if need_bytes <= self.usable:
-            self.low = max(self.low, need_bytes)
+            if need_bytes > self.low:
+                self.low = need_bytes
             return True
-        self.high = min(self.high, need_bytes)
+        if need_bytes < self.high:
+            self.high = need_bytes
         return False
 
 
-_T = TypeVar("_T")
+class _Sweep:
+    """The most-sharded plan of each PP degree of one TP degree and GPU count, with its
+    requirement (:meth:`TrainingPlanner._sweep`): entries are computed on first demand and
+    remembered, so a later caller reads them and goes on with the source."""
 
+    __slots__ = ("_source", "needs", "plans")
 
-class _Lazy(Generic[_T]):
-    """An iterator's items, computed on first demand and remembered: iterating again reads
-    the remembered ones, then goes on with the source."""
+    def __init__(self, source: Iterator[tuple[ParallelPlan, MemoryBreakdown]]) -> None:
+        self._source: Iterator[tuple[ParallelPlan, MemoryBreakdown]] | None = source
+        self.plans: list[ParallelPlan] = []
+        self.needs: list[MemoryBreakdown] = []
 
-    def __init__(self, source: Iterator[_T]) -> None:
-        self._source = source
-        self._items: list[_T] = []
-        self._done = False
-
-    def __iter__(self) -> Iterator[_T]:
-        position = 0
-        while True:
-            if position < len(self._items):
-                yield self._items[position]
-                position += 1
-            elif self._done:
-                return
-            else:
-                item = next(self._source, None)
-                if item is None:
-                    self._done = True
-                    return
-                self._items.append(item)
+    def reach(self, position: int) -> bool:
+        """Whether the sweep has an entry at ``position`` (computing those up to it)."""
+        while position >= len(self.needs):
+            if self._source is None:
+                return False
+            item = next(self._source, None)
+            if item is None:
+                self._source = None
+                return False
+            self.plans.append(item[0])
+            self.needs.append(item[1])
+        return True
 
 
 class _Found(Struct, frozen=True):
@@ -147,12 +147,12 @@ class TrainingPlanner:
             if self.qlora
             else ZERO_STAGES
         )
-        self._speeds: dict[tuple[Any, ...], TrainingEstimate] = {}
+        self._speeds: dict[tuple[Any, ...], dict[ParallelPlan, TrainingEstimate]] = {}
         self._flops = training_flops_per_token(space.arch, workload)
         # Groups that share a GPU count share their searches wherever the usable memory
         # compares alike with every requirement the search asked about.
         self._fits: dict[tuple[int, int, int], list[_Found]] = {}
-        self._sweeps: dict[tuple[int, int], _Lazy[tuple[ParallelPlan, MemoryBreakdown]]] = {}
+        self._sweeps: dict[int, dict[int, _Sweep]] = {}  # TP -> GPUs -> sweep
         self._nodes: dict[tuple[int, int, int], list[tuple[float, float, int | None]]] = {}
 
     def tensor_degrees(self, gpus_per_node: int, tp_cap: int) -> list[int]:
@@ -177,8 +177,10 @@ class TrainingPlanner:
         # TP never exceeds the node: caps above it search alike (and share the search)
         tp_cap = min(tp_cap, gpus_per_node)
         searches = self._fits.setdefault((gpus_per_node, nodes, tp_cap), [])
-        found = next((f for f in searches if f.low <= usable < f.high), None)
-        if found is None:
+        for found in searches:
+            if found.low <= usable < found.high:
+                break
+        else:
             seen = Nearest()
             fit = _Fit(usable)
             plans = self._search(gpus_per_node, nodes, tp_cap, fit, seen)
@@ -187,31 +189,45 @@ class TrainingPlanner:
         nearest.merge(found.nearest)
         return found.plans
 
-    def fits_somewhere(self, gpus_per_node: int, nodes: int, tp_cap: int, fit: _Fit) -> bool:
-        """Whether a most-sharded plan of ``nodes`` nodes at the widest TP degree fits
+    def fits_somewhere(self, t: int, total: int, fit: _Fit) -> bool:
+        """Whether a most-sharded plan of TP ``t`` over ``total`` GPUs fits at some PP degree
         (``fit``: the test against the group's usable bytes; enough to explain a rejection:
-        "needs 4 nodes ..."). The widest TP holds the least per GPU: it divides weights,
-        gradients, optimizer state and (with sequence parallel) activations alike. (Plans that
-        leave GPUs idle hold more per GPU than those using them all, so they are not
-        probed.)"""
-        widest = self.tensor_degrees(gpus_per_node, tp_cap)[-1:]
-        total = gpus_per_node * nodes
-        return any(fit(need.total_bytes) for t in widest for _, need in self._sweep(t, total))
+        "needs 4 nodes ...")."""
+        sweep = self._sweep(t, total)
+        position = 0
+        while sweep.reach(position):
+            if fit(sweep.needs[position].total_bytes):
+                return True
+            position += 1
+        return False
 
     def fewest_nodes(
         self, gpus_per_node: int, tp_cap: int, max_nodes: int, usable: float
     ) -> int | None:
-        """The fewest nodes (up to ``max_nodes``) on which :meth:`fits_somewhere` holds, or
-        None. Shared by every group of the GPU count whose usable bytes compare alike with
-        each requirement the search asked about (as :meth:`first_fits`)."""
-        searches = self._nodes.setdefault((gpus_per_node, tp_cap, max_nodes), [])
+        """The fewest nodes (up to ``max_nodes``) of ``gpus_per_node`` GPUs on which a plan at
+        the widest TP degree fits (:meth:`fits_somewhere`), or None. The widest TP holds the
+        least per GPU: it divides weights, gradients, optimizer state and (with sequence
+        parallel) activations alike. (Plans that leave GPUs idle hold more per GPU than those
+        using them all, so they are not probed.)
+
+        Shared by every group of the GPU count and widest TP degree whose usable bytes compare
+        alike with each requirement the search asked about (as :meth:`first_fits`).
+        """
+        degrees = self.tensor_degrees(gpus_per_node, tp_cap)
+        if not degrees:
+            return None
+        t = degrees[-1]
+        searches = self._nodes.setdefault((gpus_per_node, t, max_nodes), [])
         for low, high, nodes in searches:
             if low <= usable < high:
                 return nodes
         fit = _Fit(usable)
-        nodes = smallest_fitting_count(
-            lambda n: self.fits_somewhere(gpus_per_node, n, tp_cap, fit), max_nodes
-        )
+        if max_nodes == 1:  # smallest_fitting_count's one probe
+            nodes = 1 if self.fits_somewhere(t, gpus_per_node, fit) else None
+        else:
+            nodes = smallest_fitting_count(
+                lambda n: self.fits_somewhere(t, gpus_per_node * n, fit), max_nodes
+            )
         searches.append((fit.low, fit.high, nodes))
         return nodes
 
@@ -241,17 +257,19 @@ class TrainingPlanner:
         d = total // (t * p)
         return _plan(t, p, d, self.space.expert_degrees(d)[-1], self._stages(d, p)[-1])
 
-    def _sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
+    def _sweep(self, t: int, total: int) -> _Sweep:
         """The most-sharded plan of each PP degree for TP ``t`` over ``total`` GPUs, with its
         requirement, PP ascending, computed as the caller goes and remembered for the next
         caller. Stops once doubling PP saves under :data:`PIPELINE_MIN_SAVING` of the
         requirement: PP then only adds bubble (with ZeRO-3 the model states are already
         sharded over every GPU whatever PP is)."""
-        key = (t, total)
-        sweep = self._sweeps.get(key)
+        by_total = self._sweeps.get(t)
+        if by_total is None:
+            by_total = self._sweeps[t] = {}
+        sweep = by_total.get(total)
         if sweep is None:
-            sweep = self._sweeps[key] = _Lazy(self._compute_sweep(t, total))
-        return iter(sweep)
+            sweep = by_total[total] = _Sweep(self._compute_sweep(t, total))
+        return sweep
 
     def _compute_sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
         previous: tuple[int, int] | None = None  # (p, requirement)
@@ -281,7 +299,13 @@ class TrainingPlanner:
             return []
         # Narrower TP holds more per GPU: when no most-sharded plan of the widest fits, none
         # can (and ``nearest`` then holds the least any plan needs).
-        if not any(fit(nearest.note(plan, need)) for plan, need in self._sweep(degrees[-1], total)):
+        sweep = self._sweep(degrees[-1], total)
+        position = 0
+        while sweep.reach(position):
+            if fit(nearest.note(sweep.plans[position], sweep.needs[position])):
+                break
+            position += 1
+        else:
             return []
         fitting: list[ParallelPlan] = []
         for t in degrees:
@@ -360,20 +384,24 @@ class TrainingPlanner:
         first, then the loosest (a degree that cannot fit costs two calls), and the first fitting
         stage between them is found by binary search.
         """
+        last = len(stages) - 1
         for e in experts:
-            plans = [_plan(t, p, d, e, stage) for stage in stages]
-            if self._plan_fits(plans[0], fit):
-                return plans[0]
-            if not self._plan_fits(plans[-1], fit):
+            first = _plan(t, p, d, e, stages[0])
+            if self._plan_fits(first, fit):
+                return first
+            loosest = _plan(t, p, d, e, stages[last]) if last else first
+            if not self._plan_fits(loosest, fit):
                 continue
-            low, high = 1, len(plans) - 1  # plans[high] fits, plans[0] does not
+            low, high = 1, last  # stage ``high`` fits, stage 0 does not
+            found = loosest
             while low < high:
                 middle = (low + high) // 2
-                if self._plan_fits(plans[middle], fit):
-                    high = middle
+                plan = _plan(t, p, d, e, stages[middle])
+                if self._plan_fits(plan, fit):
+                    high, found = middle, plan
                 else:
                     low = middle + 1
-            return plans[high]
+            return found
         return None
 
     def _plan_fits(self, plan: ParallelPlan, fit: _Fit) -> bool:
@@ -402,9 +430,13 @@ class TrainingPlanner:
     def _speed(
         self, plan: ParallelPlan, memory: MemoryBreakdown, ctx: GroupContext, link: Links
     ) -> TrainingEstimate:
-        """:func:`estimate_training`, memoised across groups with the same GPU and links."""
-        key = (plan, memory.total_bytes, ctx.compute, link, ctx.efficiency)
-        found = self._speeds.get(key)
+        """:func:`estimate_training`, memoised across groups with the same GPU and links
+        (``memory`` is the plan's: one requirement per plan in a request)."""
+        key = (ctx.compute, link, ctx.efficiency)
+        speeds = self._speeds.get(key)
+        if speeds is None:
+            speeds = self._speeds[key] = {}
+        found = speeds.get(plan)
         if found is None:
             found = estimate_training(
                 self.space.arch,
@@ -416,7 +448,7 @@ class TrainingPlanner:
                 ctx.efficiency,
                 flops=self._flops,
             )
-            self._speeds[key] = found
+            speeds[plan] = found
         return found
 
     def _roomier(
@@ -487,13 +519,18 @@ class TrainingPlanner:
             return found
 
         limit = self.node_limit(key)
-        first = smallest_fitting_count(lambda n: bool(fitting(n)[1]), limit)
+        if limit == 1:  # smallest_fitting_count's one probe
+            first = 1 if fitting(1)[1] else None
+        else:
+            first = smallest_fitting_count(lambda n: bool(fitting(n)[1]), limit)
         for n in self.node_counts(first, limit) if first is not None else []:
             width, plans = fitting(n)
             link = links(gpu, min(ctx.domain, width), width, n, key.network_gbit_per_s)
             fastest: tuple[float, ParallelPlan, MemoryBreakdown, TrainingEstimate] | None = None
             for plan in plans:
-                memory = self.space.memory(plan, key.memory_exposed_bytes)
+                # the requirement the search sized (the speed reads only the requirement);
+                # only the fastest plan's breakdown is re-based on this GPU's capacity
+                memory = self.space.memory(plan)
                 if memory is None:  # pragma: no cover - the requirement call accepted it
                     continue
                 estimate = self._speed(plan, memory, ctx, link)
@@ -501,6 +538,11 @@ class TrainingPlanner:
                 if fastest is None or seconds_per_token < fastest[0]:
                     fastest = (seconds_per_token, plan, memory, estimate)
             if fastest is not None:
+                seconds_per_token, plan, _, estimate = fastest
+                memory = self.space.memory(plan, key.memory_exposed_bytes)
+                if memory is None:  # pragma: no cover - the requirement call accepted it
+                    continue
+                fastest = (seconds_per_token, plan, memory, estimate)
                 _, plan, memory, estimate = self._roomier(fastest, ctx, link)
                 options.append(
                     PlanOption(
