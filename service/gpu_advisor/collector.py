@@ -6,9 +6,9 @@ runs a generation-0 collection whenever allocations exceed deallocations by 700 
 module docs, "gc.set_threshold"), every tenth of those a generation-1 collection, and every
 tenth of those a full one. Each collection traverses every container still alive in the
 generations it collects -- here, the request's own working set, none of it garbage yet -- so
-a planning call paid for several traversals of memory it was still using. Refcounting frees
-almost all of it when the call returns; the few reference cycles (a training planner and its
-remembered pipeline sweeps) wait for the next collection.
+a planning call paid for several traversals of memory it was still using. The planner builds
+no reference cycles (``tests/planner/test_planner_no_cycles.py``), so refcounting frees all of
+it when the call returns.
 
 :func:`collector_paused` switches the collector off for one synchronous planning call and
 back on after it. The allocations counted meanwhile trigger one generation-0 collection at

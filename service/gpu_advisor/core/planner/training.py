@@ -6,7 +6,6 @@ The search space and its bounds are described in :mod:`gpu_advisor.core.planner.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
 from msgspec import Struct, structs
@@ -57,26 +56,44 @@ class _Fit:
 class _Sweep:
     """The most-sharded plan of each PP degree of one TP degree and GPU count, with its
     requirement (:meth:`TrainingPlanner._sweep`): entries are computed on first demand and
-    remembered, so a later caller reads them and goes on with the source."""
+    remembered, so a later caller reads them and goes on from there. It keeps data only --
+    the planner that computes an entry is passed to :meth:`reach` -- so the planner and its
+    sweeps hold no reference cycle: refcounting frees a request's search state when the
+    request ends, without waiting for the cyclic garbage collector."""
 
-    __slots__ = ("_source", "needs", "plans")
+    __slots__ = ("_degrees", "_next", "_previous", "needs", "plans", "t", "total")
 
-    def __init__(self, source: Iterator[tuple[ParallelPlan, MemoryBreakdown]]) -> None:
-        self._source: Iterator[tuple[ParallelPlan, MemoryBreakdown]] | None = source
+    def __init__(self, t: int, total: int, degrees: list[int]) -> None:
+        self.t = t
+        self.total = total
+        self._degrees = degrees
+        self._next = 0  # position in ``_degrees`` of the next PP degree to ask about
+        self._previous: tuple[int, int] | None = None  # (p, requirement) of the last entry
         self.plans: list[ParallelPlan] = []
         self.needs: list[MemoryBreakdown] = []
 
-    def reach(self, position: int) -> bool:
-        """Whether the sweep has an entry at ``position`` (computing those up to it)."""
+    def reach(self, position: int, planner: TrainingPlanner) -> bool:
+        """Whether the sweep has an entry at ``position`` (computing those up to it with
+        ``planner``). Stops once a deeper pipeline saves under :data:`PIPELINE_MIN_SAVING`
+        of the requirement: PP then only adds bubble (with ZeRO-3 the model states are
+        already sharded over every GPU whatever PP is)."""
         while position >= len(self.needs):
-            if self._source is None:
+            if self._next >= len(self._degrees):
                 return False
-            item = next(self._source, None)
-            if item is None:
-                self._source = None
-                return False
-            self.plans.append(item[0])
-            self.needs.append(item[1])
+            p = self._degrees[self._next]
+            self._next += 1
+            loosest = planner._loosest(self.t, p, self.total)
+            need = planner.space.memory(loosest)
+            if need is None:
+                continue
+            self.plans.append(loosest)
+            self.needs.append(need)
+            previous = self._previous
+            if previous is not None and not pipeline_step_saves(
+                previous[1], need.total_bytes, previous[0], p
+            ):
+                self._next = len(self._degrees)  # this entry is the last
+            self._previous = (p, need.total_bytes)
         return True
 
 
@@ -195,7 +212,7 @@ class TrainingPlanner:
         "needs 4 nodes ...")."""
         sweep = self._sweep(t, total)
         position = 0
-        while sweep.reach(position):
+        while sweep.reach(position, self):
             if fit(sweep.needs[position].total_bytes):
                 return True
             position += 1
@@ -259,31 +276,15 @@ class TrainingPlanner:
 
     def _sweep(self, t: int, total: int) -> _Sweep:
         """The most-sharded plan of each PP degree for TP ``t`` over ``total`` GPUs, with its
-        requirement, PP ascending, computed as the caller goes and remembered for the next
-        caller. Stops once doubling PP saves under :data:`PIPELINE_MIN_SAVING` of the
-        requirement: PP then only adds bubble (with ZeRO-3 the model states are already
-        sharded over every GPU whatever PP is)."""
+        requirement, PP ascending, computed as callers go (:meth:`_Sweep.reach`) and
+        remembered for the next caller."""
         by_total = self._sweeps.get(t)
         if by_total is None:
             by_total = self._sweeps[t] = {}
         sweep = by_total.get(total)
         if sweep is None:
-            sweep = by_total[total] = _Sweep(self._compute_sweep(t, total))
+            sweep = by_total[total] = _Sweep(t, total, self._pipeline_degrees(t, total))
         return sweep
-
-    def _compute_sweep(self, t: int, total: int) -> Iterator[tuple[ParallelPlan, MemoryBreakdown]]:
-        previous: tuple[int, int] | None = None  # (p, requirement)
-        for p in self._pipeline_degrees(t, total):
-            loosest = self._loosest(t, p, total)
-            need = self.space.memory(loosest)
-            if need is None:
-                continue
-            yield loosest, need
-            if previous is not None and not pipeline_step_saves(
-                previous[1], need.total_bytes, previous[0], p
-            ):
-                return
-            previous = (p, need.total_bytes)
 
     def _search(
         self,
@@ -301,7 +302,7 @@ class TrainingPlanner:
         # can (and ``nearest`` then holds the least any plan needs).
         sweep = self._sweep(degrees[-1], total)
         position = 0
-        while sweep.reach(position):
+        while sweep.reach(position, self):
             if fit(nearest.note(sweep.plans[position], sweep.needs[position])):
                 break
             position += 1
