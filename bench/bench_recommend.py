@@ -21,7 +21,8 @@ the service runs it (:func:`gpu_advisor.collector.collector_paused`,
 timed call, so its cost is in the figures. ``--no-pause-collector`` measures without.
 
 Reports the index build (once per catalog version, outside the request) and, per workload,
-the median / p95 time of one ``recommend`` call with the estimator's share.
+the median / p95 time of one ``recommend`` call, and the estimator's share of one more call
+made through a timing wrapper (outside the timed calls).
 Target (issue 5): under 10 ms per request for 50,000 offers in process.
 """
 
@@ -230,22 +231,27 @@ def main(
     for name, request in cases():
         arch = resolve_model(request.model)
         times: list[float] = []
-        spent = 0.0
         result: Any = None
         for _ in range(repeat):
             t0 = time.perf_counter()
             estimate, _ = estimator(memory, arch, request.workload)
-            timed = Timed(estimate)
             with collector_paused(pause_collector):
-                result = recommend(arch, request, index, gpus, providers, timed, capacity_rule=rule)
+                result = recommend(
+                    arch, request, index, gpus, providers, estimate, capacity_rule=rule
+                )
             times.append(time.perf_counter() - t0)
-            spent = timed.seconds
+        # the estimator's share from one more call through a timing wrapper (kept out of the
+        # timed calls: the wrapper costs about a microsecond per estimate)
+        timed = Timed(estimator(memory, arch, request.workload)[0])
+        with collector_paused(pause_collector):
+            recommend(arch, request, index, gpus, providers, timed, capacity_rule=rule)
+        spent = timed.seconds
         times.sort()
         p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
         rejected = sum(g.count for g in result.rejected)
         print(
             f"{name}: median {statistics.median(times) * 1e3:.2f} ms, p95 {p95 * 1e3:.2f} ms "
-            f"(estimator {spent * 1e3:.2f} ms of the last call; "
+            f"(estimator {spent * 1e3:.2f} ms of one more call; "
             f"{len(result.recommendations)} recommended, {rejected:,} rejected in "
             f"{len(result.rejected)} groups, {len(result.pareto)} Pareto points)"
         )
