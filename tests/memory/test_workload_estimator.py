@@ -149,3 +149,52 @@ def test_plans_that_differ_only_in_dp_share_stage_states_not_answers(
             ), plan
     # the states were computed once per shape and micro-batch count, not once per plan
     assert len(computed) == len({stage_key(workload, plan) for plan in plans}) < len(plans)
+
+
+# The estimator validates a plan shape once (WorkloadEstimator._stage_states: the stage_key
+# holds TP, PP and EP); the checks that read DP must still refuse each later plan of the shape,
+# with the same error as estimate_memory.
+@pytest.mark.parametrize(
+    ("remembered", "later"),
+    [
+        # Mixtral: 8 experts; EP 4 over DP 8 is valid, over DP 6 it does not divide DP
+        (
+            ParallelPlan(data_parallel=8, expert_parallel=4),
+            ParallelPlan(data_parallel=6, expert_parallel=4),
+        ),
+        # DP must be at least 1, whatever the shape
+        (ParallelPlan(data_parallel=8), ParallelPlan(data_parallel=0)),
+        (
+            ParallelPlan(data_parallel=8, pipeline_parallel=2),
+            ParallelPlan(pipeline_parallel=2, data_parallel=-1),
+        ),
+    ],
+)
+@pytest.mark.parametrize("workload", [TrainingWorkload(), TrainingWorkload(global_batch_size=32)])
+def test_a_remembered_shape_still_refuses_a_dp_it_cannot_run(remembered, later, workload):
+    a = arch("mistralai--Mixtral-8x7B-v0.1")
+    search = WorkloadEstimator(a, workload)
+    assert _answer(search, a, workload, remembered, None) == _answer(
+        estimate_memory, a, workload, remembered, None
+    )
+    refused = _answer(estimate_memory, a, workload, later, None)
+    assert refused[0] == "refused"
+    assert _answer(search, a, workload, later, None) == refused
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        ParallelPlan(tensor_parallel=3),  # 32 heads
+        ParallelPlan(data_parallel=3, expert_parallel=3),  # 8 experts
+        ParallelPlan(pipeline_parallel=33),  # 32 layers
+    ],
+)
+def test_a_refused_shape_is_refused_on_every_call(plan):
+    a = arch("mistralai--Mixtral-8x7B-v0.1")
+    workload = TrainingWorkload()
+    search = WorkloadEstimator(a, workload)
+    refused = _answer(estimate_memory, a, workload, plan, None)
+    assert refused[0] == "refused"
+    for _ in range(2):
+        assert _answer(search, a, workload, plan, None) == refused

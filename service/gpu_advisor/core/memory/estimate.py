@@ -62,8 +62,6 @@ from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload, Workload
 MAX_SEARCH_TOKENS = 2**31
 """Upper bound of the context/concurrency searches (answers are capped here)."""
 
-DEFAULT_GPUS_PER_NODE = 8
-
 
 def estimate_memory(
     arch: Architecture,
@@ -99,13 +97,12 @@ def estimate_memory(
     validate_plan(arch, plan)
     match workload:
         case TrainingWorkload():
-            gpn = gpus_per_node or min(DEFAULT_GPUS_PER_NODE, plan.gpus)
             return training_breakdown(
                 arch,
                 workload,
                 plan,
                 capacity_bytes=capacity_bytes,
-                gpus_per_node=gpn,
+                gpus_per_node=gpus_per_node or None,
                 overhead=overhead,
                 kernels=kernels,
             )
@@ -161,24 +158,13 @@ class WorkloadEstimator:
             return estimate_memory(
                 arch, workload, plan, capacity_bytes=capacity_bytes, overhead=self.overhead
             )
-        validate_plan(arch, plan)
         match workload:
             case TrainingWorkload():
                 # training_breakdown's two phases, the first remembered per plan shape
-                key = stage_key(workload, plan)
-                stages = self._stages.get(key)
-                if stages is None:
-                    stages = self._stages[key] = stage_states(
-                        arch, workload, plan, overhead=self.overhead, parts=self._parts
-                    )
-                return heaviest_stage(
-                    workload,
-                    plan,
-                    stages,
-                    capacity_bytes=capacity_bytes,
-                    gpus_per_node=min(DEFAULT_GPUS_PER_NODE, plan.gpus),
-                )
+                stages = self._stage_states(workload, plan)
+                return heaviest_stage(workload, plan, stages, capacity_bytes=capacity_bytes)
             case InferenceWorkload():
+                validate_plan(arch, plan)
                 # inference_breakdown's two phases, the first remembered per plan shape
                 serving = serving_key(plan)
                 memories = self._serving.get(serving)
@@ -189,6 +175,33 @@ class WorkloadEstimator:
                 return heaviest_serving_stage(
                     workload, plan, memories, capacity_bytes=capacity_bytes, overhead=self.overhead
                 )
+
+    def _stage_states(
+        self, workload: TrainingWorkload, plan: ParallelPlan
+    ) -> tuple[StageStates, ...]:
+        """:func:`.training.stage_states` of ``plan``, computed once per
+        :func:`.training.stage_key`, and the plan validated (:func:`.validate.validate_plan`).
+
+        A shape is remembered only once a plan of it passed validation, and the key holds TP,
+        PP and EP: a later plan of the key can then fail only the checks that read DP (DP at
+        least 1, EP divides DP), and those are made again on every call.
+
+        Raises:
+            InvalidSpecError: as :func:`estimate_memory`.
+        """
+        dp, ep = plan.data_parallel, plan.expert_parallel
+        if dp < 1:  # stage_key divides by DP
+            validate_plan(self.arch, plan)
+        key = stage_key(workload, plan)
+        stages = self._stages.get(key)
+        if stages is None:
+            validate_plan(self.arch, plan)
+            stages = self._stages[key] = stage_states(
+                self.arch, workload, plan, overhead=self.overhead, parts=self._parts
+            )
+        elif ep > 1 and dp % ep:
+            validate_plan(self.arch, plan)  # raises: EP must divide DP
+        return stages
 
 
 def capacity_class(workload: Workload, capacity_bytes: int | None) -> bool:

@@ -103,12 +103,15 @@ def activation_kernels(arch: Architecture, plan: ParallelPlan) -> Kernels:
 
 
 def _optimizer_bytes(
-    workload: TrainingWorkload, shard: ShardParams, state_bytes: int, *, routed_share: float
+    workload: TrainingWorkload, shard: ShardParams, state_bytes: int, params: _Split
 ) -> _Split:
-    """Optimizer state of the full model's parameters on this GPU (unsharded)."""
+    """Optimizer state of the full model's parameters on this GPU (unsharded); ``params``:
+    the shard's elements, routed experts apart."""
     opt = workload.optimizer
     match opt:
         case "adafactor":
+            elements = params.dense + params.routed
+            routed_share = params.routed / elements if elements else 0.0
             total = 4 * adafactor_state_elements(shard.factored_elements, shard.bias + shard.other)
             routed = int(total * routed_share)
             return _Split(dense=total - routed, routed=routed)
@@ -123,7 +126,7 @@ def _optimizer_bytes(
             return _Split(dense=dense, routed=routed)
         case _:
             per = optimizer_state_bytes_per_parameter(opt, state_bytes)
-            return _Split(dense=int(shard.non_routed * per), routed=int(shard.routed * per))
+            return _Split(dense=int(params.dense * per), routed=int(params.routed * per))
 
 
 def _micro_batches_per_step(workload: TrainingWorkload, plan: ParallelPlan) -> int:
@@ -137,10 +140,10 @@ def _micro_batches_per_step(workload: TrainingWorkload, plan: ParallelPlan) -> i
     return min(pp, max(1, step))
 
 
-def _micro_batches_in_flight(workload: TrainingWorkload, plan: ParallelPlan, stage: int) -> int:
+def _micro_batches_in_flight(pipeline_parallel: int, stage: int, per_step: int) -> int:
     """1F1B: stage s holds up to PP - s micro-batches (Narayanan et al. 2021, section 2.2.1),
-    never more than the micro-batches of a step (:func:`_micro_batches_per_step`)."""
-    return max(1, min(plan.pipeline_parallel - stage, _micro_batches_per_step(workload, plan)))
+    never more than the ``per_step`` micro-batches of a step (:func:`_micro_batches_per_step`)."""
+    return max(1, min(pipeline_parallel - stage, per_step))
 
 
 class StageStates(Struct, frozen=True, kw_only=True):
@@ -209,6 +212,10 @@ class StageStates(Struct, frozen=True, kw_only=True):
         )
 
 
+DEFAULT_GPUS_PER_NODE = 8
+"""GPUs per node of offload's host accounting when the caller does not say: min(8, the plan's
+GPUs)."""
+
 StageKey = tuple[int, int, int, bool, int]
 """(TP, PP, EP, sequence parallel, micro-batches per step)."""
 
@@ -232,42 +239,80 @@ def stage_key(workload: TrainingWorkload, plan: ParallelPlan) -> StageKey:
     )
 
 
+class _ShapeInputs(Struct, frozen=True, kw_only=True):
+    """What every stage of one plan shape reads, derived once per :func:`stage_states` call:
+    the workload's bytes per parameter, the activation inputs and the stack."""
+
+    adapters: AdapterCounts | None
+    setup: ActivationSetup
+    inventories: Mapping[LayerKind, LayerActivations]
+    total_layers: int
+    micro_batches_per_step: int
+    weight_bytes: int
+    gradient_bytes: int
+    master_bytes: int
+    state_bytes: int
+
+
+def _shape_inputs(
+    arch: Architecture,
+    workload: TrainingWorkload,
+    plan: ParallelPlan,
+    *,
+    kernels: Kernels | None,
+    parts: Parts,
+) -> _ShapeInputs:
+    adapters = parts.adapters(arch, workload) if workload.method in ("lora", "qlora") else None
+    chosen = kernels or activation_kernels(arch, plan)
+    setup = _activation_setup(arch, workload, plan, adapters, chosen)
+    prec = workload.precision
+    grad_dtype = workload.gradient_dtype or default_gradient_dtype(prec)
+    return _ShapeInputs(
+        adapters=adapters,
+        setup=setup,
+        # every stage's layers are of these kinds; their inventories do not depend on the stage
+        inventories=parts.inventories(arch, setup),
+        total_layers=total_stack_layers(arch),
+        micro_batches_per_step=_micro_batches_per_step(workload, plan),
+        weight_bytes=weight_bytes_per_parameter(prec),
+        gradient_bytes=gradient_bytes_per_parameter(
+            prec, grad_dtype, fp32_gradient_copy=workload.fp32_gradient_copy
+        ),
+        master_bytes=master_weight_bytes_per_parameter(prec, workload.master_weights_fp32),
+        state_bytes=optimizer_state_dtype_bytes(prec),
+    )
+
+
 def _stage_states(
     arch: Architecture,
     workload: TrainingWorkload,
     plan: ParallelPlan,
     stage: int,
-    *,
-    adapters: AdapterCounts | None,
+    inputs: _ShapeInputs,
     overhead: OverheadModel,
-    setup: ActivationSetup,
-    inventories: Mapping[LayerKind, LayerActivations],
     parts: Parts,
 ) -> StageStates:
     """One stage's :class:`StageStates` (reads of ``plan`` only what :func:`stage_key` keys)."""
-    prec = workload.precision
     shard = parts.shard(arch, plan, stage)
-    total_layers = total_stack_layers(arch)
-    wb = weight_bytes_per_parameter(prec)
-    grad_dtype = workload.gradient_dtype or default_gradient_dtype(prec)
-    gb = gradient_bytes_per_parameter(
-        prec, grad_dtype, fp32_gradient_copy=workload.fp32_gradient_copy
-    )
-    state_bytes = optimizer_state_dtype_bytes(prec)
-    details: dict[str, int] = {"pipeline_stage": stage, "parameters_on_gpu": shard.total}
-    routed_share = shard.routed / shard.total if shard.total else 0.0
+    wb = inputs.weight_bytes
+    adapters = inputs.adapters
+    elements = shard.total
+    routed_elements = shard.routed
+    details: dict[str, int] = {"pipeline_stage": stage, "parameters_on_gpu": elements}
 
     if workload.method == "full" or adapters is None:
-        params = _Split(dense=shard.non_routed, routed=shard.routed)
+        params = _Split(dense=elements - routed_elements, routed=routed_elements)
         weights = _Split(dense=params.dense * wb, routed=params.routed * wb)
+        gb = inputs.gradient_bytes
         grads = _Split(dense=params.dense * gb, routed=params.routed * gb)
-        mb = master_weight_bytes_per_parameter(prec, workload.master_weights_fp32)
+        mb = inputs.master_bytes
         master = _Split(dense=params.dense * mb, routed=params.routed * mb)
-        opt = _optimizer_bytes(workload, shard, state_bytes, routed_share=routed_share)
+        opt = _optimizer_bytes(workload, shard, inputs.state_bytes, params)
         trainable_params = params
         frozen_weights = _Split(dense=0)
         details["weights.embedding_bytes"] = (shard.embedding + shard.lm_head) * wb
     else:
+        total_layers = inputs.total_layers
         frozen_weights = _base_weights(arch, workload, shard)
         layer_share = shard.layers / total_layers if total_layers else 1.0
         tp = plan.tensor_parallel
@@ -275,7 +320,7 @@ def _stage_states(
         a_routed = -(-int(adapters.routed * layer_share) // (tp * plan.expert_parallel))
         if stage == plan.pipeline_parallel - 1:
             a_dense += -(-adapters.head // tp)
-        ab = 2 if prec == "bf16" else 4
+        ab = 2 if workload.precision == "bf16" else 4
         trainable_params = _Split(dense=a_dense, routed=a_routed)
         weights = _Split(dense=a_dense * ab, routed=a_routed * ab)
         grads = _Split(dense=a_dense * ab, routed=a_routed * ab)
@@ -285,14 +330,15 @@ def _stage_states(
             # their factored state is below 1 % of the adapter count and is bounded by it here.
             per = 4.0 * 2 * workload.lora_rank / max(1, workload.lora_rank + arch.hidden_size)
         else:
-            per = optimizer_state_bytes_per_parameter(workload.optimizer, state_bytes)
+            per = optimizer_state_bytes_per_parameter(workload.optimizer, inputs.state_bytes)
         opt = _Split(dense=int(a_dense * per), routed=int(a_routed * per))
         details["lora.adapter_parameters"] = a_dense + a_routed
         details["lora.adapter_weights_bytes"] = (a_dense + a_routed) * ab
         details["weights.frozen_base_bytes"] = frozen_weights.dense + frozen_weights.routed
 
-    acts = _activations(arch, workload, plan, stage, setup, inventories, parts)
-    context, fragmentation = runtime_overhead_bytes(acts.peak, overhead)
+    acts = _activations(arch, workload, plan, stage, inputs, parts)
+    peak = acts.peak
+    context, fragmentation = runtime_overhead_bytes(peak, overhead)
     return StageStates(
         stage=stage,
         shard=shard,
@@ -309,7 +355,7 @@ def _stage_states(
             dense=trainable_params.dense * 4, routed=trainable_params.routed * 4
         ),
         trainable_parameters=trainable_params.dense + trainable_params.routed,
-        activations_bytes=acts.peak,
+        activations_bytes=peak,
         overhead_bytes=context + fragmentation,
         state_details=details,
         activation_details={
@@ -337,28 +383,34 @@ class _OnGpu(Struct, frozen=True, kw_only=True):
 
 
 def _on_gpu(
-    states: StageStates,
-    *,
-    sharding: Sharding,
-    offload: bool,
-    dp: int,
-    edp: int,
-    gpus_per_node: int,
+    states: StageStates, sharding: Sharding, offload: bool, dp: int, edp: int, gpus_per_node: int
 ) -> _OnGpu:
     """ZeRO stage z shards optimizer state and master weights over ``dp`` (routed experts over
     ``edp`` = DP / EP) from z = 1, gradients from 2, weights from 3, which then gathers a unit
     at a time (:func:`.model_states.zero3_gathered_bytes`); ``offload`` moves master, optimizer
-    and fp32 gradients to the host (:func:`.model_states.offload_host_bytes`)."""
+    and fp32 gradients to the host (:func:`.model_states.offload_host_bytes`).
+
+    A state's bytes per GPU are :meth:`_Split.per_gpu`'s, written out here: this runs once per
+    plan of a search, and the calls cost more than the arithmetic."""
     z = ZERO_STAGE[sharding]
-    weights = states.weights.per_gpu(sharded=z >= 3, dp=dp, edp=edp) + (
-        states.frozen_weights.per_gpu(sharded=z >= 3, dp=dp, edp=edp)
+    w, f, g, m, o = (
+        states.weights,
+        states.frozen_weights,
+        states.gradients,
+        states.master,
+        states.optimizer,
     )
-    grads = states.gradients.per_gpu(sharded=z >= 2, dp=dp, edp=edp)
-    master = states.master.per_gpu(sharded=z >= 1, dp=dp, edp=edp)
-    opt = states.optimizer.per_gpu(sharded=z >= 1, dp=dp, edp=edp)
+    if z >= 1:
+        master = -(-m.dense // dp) - (-m.routed // edp)
+        opt = -(-o.dense // dp) - (-o.routed // edp)
+    else:
+        master = m.dense + m.routed
+        opt = o.dense + o.routed
+    grads = -(-g.dense // dp) - (-g.routed // edp) if z >= 2 else g.dense + g.routed
     gathered: tuple[int, int] | None = None
     gathered_grads = 0
     if z >= 3:
+        weights = -(-w.dense // dp) - (-w.routed // edp) - (-f.dense // dp) - (-f.routed // edp)
         unit_kind: GatherUnit = "block" if sharding == "fsdp" else "module"
         shard = states.shard
         unit = shard.block_params if unit_kind == "block" else shard.largest_module
@@ -372,6 +424,8 @@ def _on_gpu(
         gathered = (both - gathered_grads, gathered_grads)
         weights += both - gathered_grads
         grads += gathered_grads
+    else:
+        weights = w.dense + w.routed + f.dense + f.routed
     host = None
     offloaded = 0
     if offload:
@@ -393,7 +447,7 @@ def _on_gpu(
         gathered=gathered,
         host=host,
         gradients_offloaded=offloaded,
-        total=(weights + grads + master + opt + states.activations_bytes + states.overhead_bytes),
+        total=weights + grads + master + opt + states.activations_bytes + states.overhead_bytes,
     )
 
 
@@ -477,19 +531,19 @@ def _activations(
     workload: TrainingWorkload,
     plan: ParallelPlan,
     stage: int,
-    setup: ActivationSetup,
-    inventories: Mapping[LayerKind, LayerActivations],
+    inputs: _ShapeInputs,
     parts: Parts,
 ) -> StageActivations:
-    here = stage_range(total_stack_layers(arch), plan.pipeline_parallel, stage)
+    pp = plan.pipeline_parallel
+    here = stage_range(inputs.total_layers, pp, stage)
     return stage_activations(
         arch,
-        setup,
+        inputs.setup,
         layers=parts.kinds(arch, here, workload.sequence_length),
         first_stage=stage == 0,
-        last_stage=stage == plan.pipeline_parallel - 1,
-        micro_batches_in_flight=_micro_batches_in_flight(workload, plan, stage),
-        inventories=inventories,
+        last_stage=stage == pp - 1,
+        micro_batches_in_flight=_micro_batches_in_flight(pp, stage, inputs.micro_batches_per_step),
+        inventories=inputs.inventories,
     )
 
 
@@ -512,11 +566,7 @@ def stage_states(
     Raises:
         InvalidSpecError: an unknown LoRA target (``workload.lora_targets.N``).
     """
-    adapters = parts.adapters(arch, workload) if workload.method in ("lora", "qlora") else None
-    chosen = kernels or activation_kernels(arch, plan)
-    setup = _activation_setup(arch, workload, plan, adapters, chosen)
-    # every stage's layers are of these kinds; their inventories do not depend on the stage
-    inventories = parts.inventories(arch, setup)
+    inputs = _shape_inputs(arch, workload, plan, kernels=kernels, parts=parts)
     stages = (
         parts.stages(arch, plan.pipeline_parallel)
         if overhead.fragmentation_fraction >= 0  # more activations never mean less overhead
@@ -524,20 +574,13 @@ def stage_states(
     )
     kept: list[StageStates] = []
     for stage in stages:
-        states = _stage_states(
-            arch,
-            workload,
-            plan,
-            stage,
-            adapters=adapters,
-            overhead=overhead,
-            setup=setup,
-            inventories=inventories,
-            parts=parts,
-        )
+        states = _stage_states(arch, workload, plan, stage, inputs, overhead, parts)
         # a stage that an earlier one covers is never the heaviest (the first of equal totals
         # is); on a uniform dense stack stage 0 usually covers the others but the last
-        if not any(earlier.covers(states) for earlier in kept):
+        for earlier in kept:
+            if earlier.covers(states):
+                break
+        else:
             kept.append(states)
     return tuple(kept)
 
@@ -548,7 +591,7 @@ def heaviest_stage(
     stages: tuple[StageStates, ...],
     *,
     capacity_bytes: int | None,
-    gpus_per_node: int,
+    gpus_per_node: int | None = None,
 ) -> MemoryBreakdown:
     """Phase two of :func:`training_breakdown`: shard each stage's states with the plan's
     effective sharding over its data parallelism (:func:`_on_gpu`) and report the stage with
@@ -560,27 +603,24 @@ def heaviest_stage(
         stages: :func:`stage_states` of ``workload`` and ``plan`` (or of a plan with the same
             :func:`stage_key`).
         capacity_bytes: fills ``capacity_bytes`` and ``headroom_fraction``.
-        gpus_per_node: GPUs whose offloaded states one node's host holds.
+        gpus_per_node: GPUs whose offloaded states one node's host holds; default
+            min(:data:`DEFAULT_GPUS_PER_NODE`, GPUs of the plan). Read only with offload.
     """
     sharding = effective_sharding(workload, plan)
     offload = workload.cpu_offload_optimizer
+    # GPUs per node matter only where offload puts states on the host
+    per_node = (gpus_per_node or min(DEFAULT_GPUS_PER_NODE, plan.gpus)) if offload else 0
     dp = plan.data_parallel
-    edp = max(1, dp // plan.expert_parallel)
-    best: tuple[StageStates, _OnGpu] | None = None
+    edp = dp // plan.expert_parallel or 1  # EP divides DP (validated); at least 1 rank
+    best: StageStates | None = None
+    best_on_gpu: _OnGpu | None = None
     for states in stages:
-        on_gpu = _on_gpu(
-            states,
-            sharding=sharding,
-            offload=offload,
-            dp=dp,
-            edp=edp,
-            gpus_per_node=gpus_per_node,
-        )
-        if best is None or on_gpu.total > best[1].total:
-            best = (states, on_gpu)
-    if best is None:  # pipeline_parallel >= 1 is validated before
+        on_gpu = _on_gpu(states, sharding, offload, dp, edp, per_node)
+        if best_on_gpu is None or on_gpu.total > best_on_gpu.total:
+            best, best_on_gpu = states, on_gpu
+    if best is None or best_on_gpu is None:  # pipeline_parallel >= 1 is validated before
         raise ValueError("pipeline_parallel must be at least 1")
-    return _breakdown(*best, capacity_bytes)
+    return _breakdown(best, best_on_gpu, capacity_bytes)
 
 
 def training_breakdown(
@@ -589,7 +629,7 @@ def training_breakdown(
     plan: ParallelPlan,
     *,
     capacity_bytes: int | None,
-    gpus_per_node: int,
+    gpus_per_node: int | None = None,
     overhead: OverheadModel,
     kernels: Kernels | None = None,
     parts: Parts = FRESH,
