@@ -126,3 +126,45 @@ def test_a_stage_larger_in_any_one_term_is_not_covered(term):
     grown = _grown(states, term)
     assert grown.covers(states)
     assert not states.covers(grown)
+
+
+# A breakdown's details list the terms in their order (the stage's parameters, ZeRO-3's gathered
+# unit, offload's host bytes, master weights and optimizer state, activations and overhead); a
+# plan copies its stage's template and fills in its own numbers, so the template stays as it was.
+_HEAD = ["pipeline_stage", "parameters_on_gpu", "weights.embedding_bytes"]
+_GATHERED = ["weights.zero3_gathered_bytes", "gradients.zero3_gathered_bytes"]
+_HOST = ["host.offloaded_states_bytes", "host.loading_peak_bytes", "gradients.offloaded_bytes"]
+_TAIL = [
+    "optimizer.master_weights_bytes",
+    "optimizer.state_bytes",
+    "activations.saved_bytes",
+    "activations.logits_buffer_bytes",
+    "activations.recompute_working_set_bytes",
+    "activations.micro_batches_in_flight",
+    "overhead.cuda_context_bytes",
+    "overhead.fragmentation_bytes",
+]
+
+
+@pytest.mark.parametrize(
+    ("offload", "sharding", "keys"),
+    [
+        (False, "zero2", _HEAD + _TAIL),
+        (False, "fsdp", _HEAD + _GATHERED + _TAIL),
+        (True, "zero1", _HEAD + _HOST + _TAIL),
+        (True, "zero3", _HEAD + _GATHERED + _HOST + _TAIL),
+    ],
+)
+def test_details_are_in_the_order_of_the_terms(offload, sharding, keys):
+    from gpu_advisor.core.memory import WorkloadEstimator
+
+    a = arch("meta-llama--Llama-3.1-8B")
+    workload = TrainingWorkload(cpu_offload_optimizer=offload)
+    search = WorkloadEstimator(a, workload)
+    small, large = (ParallelPlan(data_parallel=d, sharding=sharding) for d in (2, 8))
+    first = search(a, workload, small)
+    second = search(a, workload, large)  # the same stage states, another DP
+    assert list(first.details) == list(second.details) == keys
+    # ZeRO-1 and up shard the optimizer state over DP (on the GPU, or offloaded per node)
+    assert first.details != second.details
+    assert first == estimate_memory(a, workload, small)  # the first answer is left as it was

@@ -81,7 +81,10 @@ def test_an_unknown_lora_target_is_reported_on_every_call():
 # stage states (training.stage_key); everything that depends on DP must still reach the answer:
 # ZeRO sharding over DP and over the expert-data-parallel group DP / EP, the micro-batches of a
 # step (global batch / (micro-batch x DP) caps 1F1B's micro-batches in flight when PP > 1), and
-# offload's host bytes per node (GPUs per node = min(8, TP x PP x DP)).
+# offload's host bytes per node (GPUs per node = min(8, TP x PP x DP)). Where the effective
+# sharding is "none" without offload, the estimator keeps one breakdown per shape and capacity
+# (training.sharded_over_dp): the workload's own sharding ("zero2", "fsdp" below) applies to plans
+# that say "none", offload ("qlora ...") counts the plan's GPUs, and the two capacities differ.
 DP_WORKLOADS = {
     # 64 / (1 x DP) micro-batches: 8 in flight on stage 0 with PP 8 up to DP 8, then 4, 2, 1
     "global batch with 1F1B": TrainingWorkload(global_batch_size=64, sequence_length=2048),

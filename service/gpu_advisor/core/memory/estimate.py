@@ -51,6 +51,7 @@ from gpu_advisor.core.memory.training import (
     StageKey,
     StageStates,
     heaviest_stage,
+    sharded_over_dp,
     stage_key,
     stage_states,
     training_breakdown,
@@ -117,10 +118,11 @@ class WorkloadEstimator:
     each shape-only part once (:class:`.parts.RememberedParts`) and, for training, each plan
     shape's stage states once (:func:`.training.stage_states` per :func:`.training.stage_key`:
     plans that differ only in data parallelism or sharding share them, and only the ZeRO
-    sharding over DP is computed per plan); for serving, each plan shape's stage memories
-    once (:func:`.inference.stage_memories` per :func:`.inference.serving_key`: plans that
-    differ only in data parallelism share them on every GPU, and only the replica's share of
-    the sequences, the engine's forward pass and its reservation are computed per plan and
+    sharding over DP is computed per plan -- or once per shape and capacity where nothing is
+    sharded over DP, :func:`.training.sharded_over_dp`); for serving, each plan shape's stage
+    memories once (:func:`.inference.stage_memories` per :func:`.inference.serving_key`: plans
+    that differ only in data parallelism share them on every GPU, and only the replica's share
+    of the sequences, the engine's forward pass and its reservation are computed per plan and
     GPU). The answers are ``estimate_memory``'s, a search over hundreds of plans is several
     times cheaper.
 
@@ -138,6 +140,7 @@ class WorkloadEstimator:
         self.overhead = overhead
         self._parts = RememberedParts(arch)
         self._stages: dict[StageKey, tuple[StageStates, ...]] = {}
+        self._unsharded: dict[tuple[StageKey, int | None], MemoryBreakdown] = {}
         self._serving: dict[ServingKey, tuple[StageMemory, ...]] = {}
 
     def __call__(
@@ -161,8 +164,16 @@ class WorkloadEstimator:
         match workload:
             case TrainingWorkload():
                 # training_breakdown's two phases, the first remembered per plan shape
-                stages = self._stage_states(workload, plan)
-                return heaviest_stage(workload, plan, stages, capacity_bytes=capacity_bytes)
+                key, stages = self._stage_states(workload, plan)
+                if sharded_over_dp(workload, plan):
+                    return heaviest_stage(workload, plan, stages, capacity_bytes=capacity_bytes)
+                # the second reads nothing else of such a plan: one breakdown per shape
+                whole = self._unsharded.get((key, capacity_bytes))
+                if whole is None:
+                    whole = self._unsharded[(key, capacity_bytes)] = heaviest_stage(
+                        workload, plan, stages, capacity_bytes=capacity_bytes
+                    )
+                return whole
             case InferenceWorkload():
                 validate_plan(arch, plan)
                 # inference_breakdown's two phases, the first remembered per plan shape
@@ -178,9 +189,9 @@ class WorkloadEstimator:
 
     def _stage_states(
         self, workload: TrainingWorkload, plan: ParallelPlan
-    ) -> tuple[StageStates, ...]:
-        """:func:`.training.stage_states` of ``plan``, computed once per
-        :func:`.training.stage_key`, and the plan validated (:func:`.validate.validate_plan`).
+    ) -> tuple[StageKey, tuple[StageStates, ...]]:
+        """:func:`.training.stage_key` and :func:`.training.stage_states` of ``plan``, the
+        states computed once per key, and the plan validated (:func:`.validate.validate_plan`).
 
         A shape is remembered only once a plan of it passed validation, and the key holds TP,
         PP and EP: a later plan of the key can then fail only the checks that read DP (DP at
@@ -201,7 +212,7 @@ class WorkloadEstimator:
             )
         elif ep > 1 and dp % ep:
             validate_plan(self.arch, plan)  # raises: EP must divide DP
-        return stages
+        return key, stages
 
 
 def capacity_class(workload: Workload, capacity_bytes: int | None) -> bool:

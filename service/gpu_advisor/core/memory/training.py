@@ -34,6 +34,7 @@ Conventions (documented defaults):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cached_property
 
 import msgspec
 from msgspec import Struct
@@ -146,7 +147,7 @@ def _micro_batches_in_flight(pipeline_parallel: int, stage: int, per_step: int) 
     return max(1, min(pipeline_parallel - stage, per_step))
 
 
-class StageStates(Struct, frozen=True, kw_only=True):
+class StageStates(Struct, frozen=True, kw_only=True, dict=True):
     """What one GPU of one pipeline stage holds before ZeRO and data parallelism divide it:
     phase one of :func:`training_breakdown` (:func:`stage_states`). Sizes in bytes, of one GPU
     (one TP rank, one EP rank), unsharded; :func:`heaviest_stage` shards them.
@@ -172,6 +173,10 @@ class StageStates(Struct, frozen=True, kw_only=True):
         state_details: the breakdown's first ``details`` (stage, parameters, embedding or
             adapter and frozen-base bytes); the sharded ones follow them.
         activation_details: the last ``details`` (activations, overhead).
+
+    What every plan of the stage's shape derives alike -- the gathered units, the
+    ``details`` templates -- is computed on first use and kept with the stage (phase two
+    runs once per plan, and phase one drops the covered stages before they are used).
     """
 
     stage: int
@@ -189,6 +194,31 @@ class StageStates(Struct, frozen=True, kw_only=True):
     overhead_bytes: int
     state_details: dict[str, int]
     activation_details: dict[str, int]
+
+    @cached_property
+    def module_gathered(self) -> tuple[int, int]:
+        """ZeRO-3's gathered unit, the largest module: (weights, gradients) bytes."""
+        return _gathered(self, "module")
+
+    @cached_property
+    def block_gathered(self) -> tuple[int, int]:
+        """FSDP's gathered unit, one block (and the next one's weights, prefetched)."""
+        return _gathered(self, "block")
+
+    @cached_property
+    def details(self) -> dict[str, int]:
+        """The breakdown's ``details`` without ZeRO-3 or offload, the sharded terms at 0
+        (:func:`_details_template`): a plan's breakdown copies it and fills them in."""
+        return _details_template(
+            self.state_details, self.activation_details, gathered=False, offload=False
+        )
+
+    @cached_property
+    def gathered_details(self) -> dict[str, int]:
+        """:attr:`details` with ZeRO-3's gathered unit."""
+        return _details_template(
+            self.state_details, self.activation_details, gathered=True, offload=False
+        )
 
     def covers(self, other: StageStates) -> bool:
         """Whether this stage's total is at least ``other``'s under every sharding, DP, EP and
@@ -252,6 +282,14 @@ class _ShapeInputs(Struct, frozen=True, kw_only=True):
     gradient_bytes: int
     master_bytes: int
     state_bytes: int
+
+
+def sharded_over_dp(workload: TrainingWorkload, plan: ParallelPlan) -> bool:
+    """Whether :func:`heaviest_stage` reads ``plan``'s data parallelism: its effective sharding
+    divides states over DP (and routed experts over DP / EP), or offload counts the plan's GPUs
+    per node. Where it does not, plans of one :func:`stage_key` have one breakdown (for one
+    capacity): phase two then reads nothing of the plan but the sharding ``none``."""
+    return workload.cpu_offload_optimizer or effective_sharding(workload, plan) != "none"
 
 
 def _shape_inputs(
@@ -339,13 +377,22 @@ def _stage_states(
     acts = _activations(arch, workload, plan, stage, inputs, parts)
     peak = acts.peak
     context, fragmentation = runtime_overhead_bytes(peak, overhead)
+    activation_details = {
+        "activations.saved_bytes": acts.saved,
+        "activations.logits_buffer_bytes": acts.loss_saved + acts.logits_transient,
+        "activations.recompute_working_set_bytes": acts.recompute_working_set,
+        "activations.micro_batches_in_flight": acts.micro_batches_in_flight,
+        "overhead.cuda_context_bytes": context,
+        "overhead.fragmentation_bytes": fragmentation,
+    }
+    # the gathered unit's gradients are produced in the compute dtype before they are
+    # reduce-scattered into the (possibly fp32) partition; a frozen base has none
+    unit_gb = wb if workload.method == "full" else 0
     return StageStates(
         stage=stage,
         shard=shard,
         unit_weight_bytes=wb,
-        # the gathered unit's gradients are produced in the compute dtype before they are
-        # reduce-scattered into the (possibly fp32) partition; a frozen base has none
-        unit_gradient_bytes=wb if workload.method == "full" else 0,
+        unit_gradient_bytes=unit_gb,
         weights=weights,
         frozen_weights=frozen_weights,
         gradients=grads,
@@ -358,15 +405,51 @@ def _stage_states(
         activations_bytes=peak,
         overhead_bytes=context + fragmentation,
         state_details=details,
-        activation_details={
-            "activations.saved_bytes": acts.saved,
-            "activations.logits_buffer_bytes": acts.loss_saved + acts.logits_transient,
-            "activations.recompute_working_set_bytes": acts.recompute_working_set,
-            "activations.micro_batches_in_flight": acts.micro_batches_in_flight,
-            "overhead.cuda_context_bytes": context,
-            "overhead.fragmentation_bytes": fragmentation,
-        },
+        activation_details=activation_details,
     )
+
+
+def _gathered(states: StageStates, unit: GatherUnit) -> tuple[int, int]:
+    """(weights, gradients) bytes of a stage's gathered unit
+    (:func:`.model_states.zero3_gathered_bytes`): its parameters' gradients, the rest weights."""
+    shard = states.shard
+    params = shard.block_params if unit == "block" else shard.largest_module
+    both = zero3_gathered_bytes(
+        params,
+        weight_bytes=states.unit_weight_bytes,
+        gradient_bytes=states.unit_gradient_bytes,
+        unit=unit,
+    )
+    gradients = params * states.unit_gradient_bytes
+    return both - gradients, gradients
+
+
+_GATHERED_DETAILS = dict.fromkeys(
+    ("weights.zero3_gathered_bytes", "gradients.zero3_gathered_bytes"), 0
+)
+_HOST_DETAILS = dict.fromkeys(
+    ("host.offloaded_states_bytes", "host.loading_peak_bytes", "gradients.offloaded_bytes"), 0
+)
+_OPTIMIZER_DETAILS = dict.fromkeys(("optimizer.master_weights_bytes", "optimizer.state_bytes"), 0)
+
+
+def _details_template(
+    state_details: dict[str, int],
+    activation_details: dict[str, int],
+    *,
+    gathered: bool,
+    offload: bool,
+) -> dict[str, int]:
+    """A breakdown's ``details`` in the order of the terms, the sharded ones at 0: the stage's
+    parameters, ZeRO-3's gathered unit, offload's host bytes, master weights and optimizer
+    state, then activations and overhead."""
+    return {
+        **state_details,
+        **(_GATHERED_DETAILS if gathered else {}),
+        **(_HOST_DETAILS if offload else {}),
+        **_OPTIMIZER_DETAILS,
+        **activation_details,
+    }
 
 
 class _OnGpu(Struct, frozen=True, kw_only=True):
@@ -411,18 +494,10 @@ def _on_gpu(
     gathered_grads = 0
     if z >= 3:
         weights = -(-w.dense // dp) - (-w.routed // edp) - (-f.dense // dp) - (-f.routed // edp)
-        unit_kind: GatherUnit = "block" if sharding == "fsdp" else "module"
-        shard = states.shard
-        unit = shard.block_params if unit_kind == "block" else shard.largest_module
-        both = zero3_gathered_bytes(
-            unit,
-            weight_bytes=states.unit_weight_bytes,
-            gradient_bytes=states.unit_gradient_bytes,
-            unit=unit_kind,
-        )
-        gathered_grads = unit * states.unit_gradient_bytes
-        gathered = (both - gathered_grads, gathered_grads)
-        weights += both - gathered_grads
+        # FSDP gathers a block, ZeRO-3 a module
+        gathered = states.block_gathered if sharding == "fsdp" else states.module_gathered
+        weights += gathered[0]
+        gathered_grads = gathered[1]
         grads += gathered_grads
     else:
         weights = w.dense + w.routed + f.dense + f.routed
@@ -453,17 +528,24 @@ def _on_gpu(
 
 def _breakdown(states: StageStates, on_gpu: _OnGpu, capacity_bytes: int | None) -> MemoryBreakdown:
     """The breakdown of one stage (``details`` in the order of the terms)."""
-    details = dict(states.state_details)
-    if on_gpu.gathered is not None:
-        details["weights.zero3_gathered_bytes"] = on_gpu.gathered[0]
-        details["gradients.zero3_gathered_bytes"] = on_gpu.gathered[1]
-    if on_gpu.host is not None:
-        details["host.offloaded_states_bytes"] = on_gpu.host.steady_bytes
-        details["host.loading_peak_bytes"] = on_gpu.host.loading_peak_bytes
+    gathered, host = on_gpu.gathered, on_gpu.host
+    if host is not None:
+        details = _details_template(
+            states.state_details,
+            states.activation_details,
+            gathered=gathered is not None,
+            offload=True,
+        )
+        details["host.offloaded_states_bytes"] = host.steady_bytes
+        details["host.loading_peak_bytes"] = host.loading_peak_bytes
         details["gradients.offloaded_bytes"] = on_gpu.gradients_offloaded
+    else:  # the stage's template, copied: each plan fills in its own numbers
+        details = (states.details if gathered is None else states.gathered_details).copy()
+    if gathered is not None:
+        details["weights.zero3_gathered_bytes"] = gathered[0]
+        details["gradients.zero3_gathered_bytes"] = gathered[1]
     details["optimizer.master_weights_bytes"] = on_gpu.master
     details["optimizer.state_bytes"] = on_gpu.optimizer
-    details.update(states.activation_details)
     total = on_gpu.total
     return MemoryBreakdown(
         weights_bytes=on_gpu.weights,
@@ -475,7 +557,7 @@ def _breakdown(states: StageStates, on_gpu: _OnGpu, capacity_bytes: int | None) 
         total_bytes=total,
         capacity_bytes=capacity_bytes or 0,
         headroom_fraction=(1 - total / capacity_bytes) if capacity_bytes else None,
-        host_bytes=on_gpu.host.total_bytes if on_gpu.host is not None else 0,
+        host_bytes=host.total_bytes if host is not None else 0,
         details=details,
     )
 
