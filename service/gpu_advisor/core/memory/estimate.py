@@ -165,7 +165,8 @@ class WorkloadEstimator:
             case TrainingWorkload():
                 # training_breakdown's two phases, the first remembered per plan shape
                 key, stages = self._stage_states(workload, plan)
-                if sharded_over_dp(workload, plan):
+                # (a plan that names a sharding shards over DP: the test is for the others)
+                if plan.sharding != "none" or sharded_over_dp(workload, plan):
                     return heaviest_stage(workload, plan, stages, capacity_bytes=capacity_bytes)
                 # the second reads nothing else of such a plan: one breakdown per shape
                 whole = self._unsharded.get((key, capacity_bytes))

@@ -196,6 +196,20 @@ class StageStates(Struct, frozen=True, kw_only=True, dict=True):
     activation_details: dict[str, int]
 
     @cached_property
+    def routed_experts(self) -> bool:
+        """Whether any state has a routed-expert part (sharded over DP / EP)."""
+        return any(
+            split.routed
+            for split in (
+                self.weights,
+                self.frozen_weights,
+                self.gradients,
+                self.master,
+                self.optimizer,
+            )
+        )
+
+    @cached_property
     def module_gathered(self) -> tuple[int, int]:
         """ZeRO-3's gathered unit, the largest module: (weights, gradients) bytes."""
         return _gathered(self, "module")
@@ -476,31 +490,35 @@ def _on_gpu(
     A state's bytes per GPU are :meth:`_Split.per_gpu`'s, written out here: this runs once per
     plan of a search, and the calls cost more than the arithmetic."""
     z = ZERO_STAGE[sharding]
-    w, f, g, m, o = (
-        states.weights,
-        states.frozen_weights,
-        states.gradients,
-        states.master,
-        states.optimizer,
-    )
-    if z >= 1:
+    m, o, g = states.master, states.optimizer, states.gradients
+    w, f = states.weights, states.frozen_weights
+    gathered: tuple[int, int] | None = None
+    gathered_grads = 0
+    if not states.routed_experts:  # every routed part is 0 and shards to 0
+        master = -(-m.dense // dp) if z >= 1 else m.dense
+        opt = -(-o.dense // dp) if z >= 1 else o.dense
+        grads = -(-g.dense // dp) if z >= 2 else g.dense
+        weights = -(-w.dense // dp) - (-f.dense // dp) if z >= 3 else w.dense + f.dense
+    elif z >= 1:
         master = -(-m.dense // dp) - (-m.routed // edp)
         opt = -(-o.dense // dp) - (-o.routed // edp)
+        grads = -(-g.dense // dp) - (-g.routed // edp) if z >= 2 else g.dense + g.routed
+        weights = (
+            -(-w.dense // dp) - (-w.routed // edp) - (-f.dense // dp) - (-f.routed // edp)
+            if z >= 3
+            else w.dense + w.routed + f.dense + f.routed
+        )
     else:
         master = m.dense + m.routed
         opt = o.dense + o.routed
-    grads = -(-g.dense // dp) - (-g.routed // edp) if z >= 2 else g.dense + g.routed
-    gathered: tuple[int, int] | None = None
-    gathered_grads = 0
+        grads = g.dense + g.routed
+        weights = w.dense + w.routed + f.dense + f.routed
     if z >= 3:
-        weights = -(-w.dense // dp) - (-w.routed // edp) - (-f.dense // dp) - (-f.routed // edp)
         # FSDP gathers a block, ZeRO-3 a module
         gathered = states.block_gathered if sharding == "fsdp" else states.module_gathered
         weights += gathered[0]
         gathered_grads = gathered[1]
         grads += gathered_grads
-    else:
-        weights = w.dense + w.routed + f.dense + f.routed
     host = None
     offloaded = 0
     if offload:
@@ -694,14 +712,14 @@ def heaviest_stage(
     per_node = (gpus_per_node or min(DEFAULT_GPUS_PER_NODE, plan.gpus)) if offload else 0
     dp = plan.data_parallel
     edp = dp // plan.expert_parallel or 1  # EP divides DP (validated); at least 1 rank
-    best: StageStates | None = None
-    best_on_gpu: _OnGpu | None = None
-    for states in stages:
-        on_gpu = _on_gpu(states, sharding, offload, dp, edp, per_node)
-        if best_on_gpu is None or on_gpu.total > best_on_gpu.total:
-            best, best_on_gpu = states, on_gpu
-    if best is None or best_on_gpu is None:  # pipeline_parallel >= 1 is validated before
+    if not stages:  # pipeline_parallel >= 1 is validated before
         raise ValueError("pipeline_parallel must be at least 1")
+    best = stages[0]
+    best_on_gpu = _on_gpu(best, sharding, offload, dp, edp, per_node)
+    for states in stages[1:]:
+        on_gpu = _on_gpu(states, sharding, offload, dp, edp, per_node)
+        if on_gpu.total > best_on_gpu.total:
+            best, best_on_gpu = states, on_gpu
     return _breakdown(best, best_on_gpu, capacity_bytes)
 
 
