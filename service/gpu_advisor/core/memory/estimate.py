@@ -48,6 +48,7 @@ from gpu_advisor.core.memory.layout import stage_ranges
 from gpu_advisor.core.memory.overhead import DEFAULT_OVERHEAD, OverheadModel
 from gpu_advisor.core.memory.parts import RememberedParts
 from gpu_advisor.core.memory.training import (
+    ShapeInputsMemo,
     StageKey,
     StageStates,
     heaviest_stage,
@@ -140,6 +141,7 @@ class WorkloadEstimator:
         self.overhead = overhead
         self._parts = RememberedParts(arch)
         self._stages: dict[StageKey, tuple[StageStates, ...]] = {}
+        self._inputs: ShapeInputsMemo = {}
         self._unsharded: dict[tuple[StageKey, int | None], MemoryBreakdown] = {}
         self._serving: dict[ServingKey, tuple[StageMemory, ...]] = {}
 
@@ -209,7 +211,12 @@ class WorkloadEstimator:
         if stages is None:
             validate_plan(self.arch, plan)
             stages = self._stages[key] = stage_states(
-                self.arch, workload, plan, overhead=self.overhead, parts=self._parts
+                self.arch,
+                workload,
+                plan,
+                overhead=self.overhead,
+                parts=self._parts,
+                inputs_memo=self._inputs,
             )
         elif ep > 1 and dp % ep:
             validate_plan(self.arch, plan)  # raises: EP must divide DP

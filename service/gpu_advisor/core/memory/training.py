@@ -284,18 +284,27 @@ def stage_key(workload: TrainingWorkload, plan: ParallelPlan) -> StageKey:
 
 
 class _ShapeInputs(Struct, frozen=True, kw_only=True):
-    """What every stage of one plan shape reads, derived once per :func:`stage_states` call:
-    the workload's bytes per parameter, the activation inputs and the stack."""
+    """What every stage of a plan shape reads but its micro-batches: the workload's bytes per
+    parameter, the activation inputs and the stack. Depends on the plan through TP, sequence
+    parallel and the kernel profile alone (:data:`ShapeInputsKey`)."""
 
     adapters: AdapterCounts | None
     setup: ActivationSetup
     inventories: Mapping[LayerKind, LayerActivations]
     total_layers: int
-    micro_batches_per_step: int
     weight_bytes: int
     gradient_bytes: int
     master_bytes: int
     state_bytes: int
+
+
+ShapeInputsKey = tuple[int, bool, bool, Kernels | None]
+"""(TP, sequence parallel, fused kernels (TP or PP above 1), kernel override): what of a plan
+and of :func:`stage_states`' arguments its shape's activation inputs read."""
+
+ShapeInputsMemo = dict[ShapeInputsKey, _ShapeInputs]
+"""A search's activation inputs, remembered per :data:`ShapeInputsKey` (of one architecture
+and workload: :func:`stage_states`' ``inputs_memo``)."""
 
 
 def sharded_over_dp(workload: TrainingWorkload, plan: ParallelPlan) -> bool:
@@ -325,7 +334,6 @@ def _shape_inputs(
         # every stage's layers are of these kinds; their inventories do not depend on the stage
         inventories=parts.inventories(arch, setup),
         total_layers=total_stack_layers(arch),
-        micro_batches_per_step=_micro_batches_per_step(workload, plan),
         weight_bytes=weight_bytes_per_parameter(prec),
         gradient_bytes=gradient_bytes_per_parameter(
             prec, grad_dtype, fp32_gradient_copy=workload.fp32_gradient_copy
@@ -341,6 +349,7 @@ def _stage_states(
     plan: ParallelPlan,
     stage: int,
     inputs: _ShapeInputs,
+    per_step: int,
     overhead: OverheadModel,
     parts: Parts,
 ) -> StageStates:
@@ -388,7 +397,7 @@ def _stage_states(
         details["lora.adapter_weights_bytes"] = (a_dense + a_routed) * ab
         details["weights.frozen_base_bytes"] = frozen_weights.dense + frozen_weights.routed
 
-    acts = _activations(arch, workload, plan, stage, inputs, parts)
+    acts = _activations(arch, workload, plan, stage, inputs, per_step, parts)
     peak = acts.peak
     context, fragmentation = runtime_overhead_bytes(peak, overhead)
     activation_details = {
@@ -632,6 +641,7 @@ def _activations(
     plan: ParallelPlan,
     stage: int,
     inputs: _ShapeInputs,
+    per_step: int,
     parts: Parts,
 ) -> StageActivations:
     pp = plan.pipeline_parallel
@@ -642,7 +652,7 @@ def _activations(
         layers=parts.kinds(arch, here, workload.sequence_length),
         first_stage=stage == 0,
         last_stage=stage == pp - 1,
-        micro_batches_in_flight=_micro_batches_in_flight(pp, stage, inputs.micro_batches_per_step),
+        micro_batches_in_flight=_micro_batches_in_flight(pp, stage, per_step),
         inventories=inputs.inventories,
     )
 
@@ -655,18 +665,32 @@ def stage_states(
     overhead: OverheadModel,
     kernels: Kernels | None = None,
     parts: Parts = FRESH,
+    inputs_memo: ShapeInputsMemo | None = None,
 ) -> tuple[StageStates, ...]:
     """Phase one of :func:`training_breakdown`: the states of every stage that can be the most
     loaded one, before ZeRO and data parallelism divide them: of the candidate stages
     (:meth:`.parts.Parts.stages`), those that no earlier stage covers (:meth:`StageStates.covers`).
 
     Reads of ``plan`` only what :func:`stage_key` keys, so it can be remembered per key.
-    ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts.
+    ``parts`` computes (or remembers, :class:`.parts.RememberedParts`) the shape-only parts;
+    ``inputs_memo``, where given, remembers the activation inputs of a search's shapes (one
+    architecture and workload) per TP, sequence parallel and kernel profile.
 
     Raises:
         InvalidSpecError: an unknown LoRA target (``workload.lora_targets.N``).
     """
-    inputs = _shape_inputs(arch, workload, plan, kernels=kernels, parts=parts)
+    tp, pp = plan.tensor_parallel, plan.pipeline_parallel
+    if inputs_memo is None:
+        inputs = _shape_inputs(arch, workload, plan, kernels=kernels, parts=parts)
+    else:
+        key = (tp, plan.sequence_parallel, tp > 1 or pp > 1, kernels)  # ShapeInputsKey
+        found = inputs_memo.get(key)
+        if found is None:
+            found = inputs_memo[key] = _shape_inputs(
+                arch, workload, plan, kernels=kernels, parts=parts
+            )
+        inputs = found
+    per_step = _micro_batches_per_step(workload, plan)
     stages = (
         parts.stages(arch, plan.pipeline_parallel)
         if overhead.fragmentation_fraction >= 0  # more activations never mean less overhead
@@ -674,7 +698,7 @@ def stage_states(
     )
     kept: list[StageStates] = []
     for stage in stages:
-        states = _stage_states(arch, workload, plan, stage, inputs, overhead, parts)
+        states = _stage_states(arch, workload, plan, stage, inputs, per_step, overhead, parts)
         # a stage that an earlier one covers is never the heaviest (the first of equal totals
         # is); on a uniform dense stack stage 0 usually covers the others but the last
         for earlier in kept:
