@@ -106,12 +106,42 @@ class _Fitted(NamedTuple):
     pool: Reason | None
 
 
-class _Sized(Struct, frozen=True, kw_only=True):
-    """One replica shape sized for the workload: an option, or why it is not one."""
+class _Deployable(NamedTuple):
+    """A deployment of one fitted replica shape on a group, sized but not yet built: its
+    per-GPU breakdown, estimate, notes and :class:`PlanOption` are taken only if the group
+    chooses it (:meth:`ServingPlanner._option`).
+
+    Attributes:
+        fit: the replica shape.
+        speed: its speeds on the group's GPU and links.
+        nodes: instances deployed.
+        replicas: replicas on them (``data_parallel`` of the deployed plan).
+        replica_nodes: instances one replica spans (1 inside a node).
+        by_memory: fewest replicas whose share of the sequences fits.
+        tokens_per_second: output tokens per second of all replicas.
+    """
+
+    fit: ReplicaFit
+    speed: ReplicaSpeed
+    nodes: int
+    replicas: int
+    replica_nodes: int
+    by_memory: int
+    tokens_per_second: float
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the replicas run on (idle GPUs of the instances not counted)."""
+        return self.fit.replica.gpus * self.replicas
+
+
+class _Sized(NamedTuple):
+    """One replica size sized for the workload: a deployment, or why it is not one (then
+    with the instances it needed, when a limit on them set it)."""
 
     replica_gpus: int
     nodes: int | None = None
-    option: PlanOption | None = None
+    deployable: _Deployable | None = None
     rejection: Reason | None = None
 
 
@@ -306,28 +336,27 @@ class ServingPlanner:
         g = key.gpu_count
         exposed, usable = key.memory_exposed_bytes, ctx.usable_bytes
         max_replica_nodes = self.space.constraints.max_nodes if key.network_gbit_per_s else 1
-        nearest = Nearest()
+        tried: list[_Fitted] = []  # the fits of the sizes tried (their nearest misses)
         last_pool: Reason | None = None  # the last kv_pool_too_small met, without the GPU id
-        limits: list[Reason] = []
+        limit: Reason | None = None  # the limit nearest to being met
         sized: list[_Sized] = []
+        fewest = 0  # fewest instances of a deployment found so far (0: none yet)
         one_gpu: str | None = None  # why a one-GPU replica is not a candidate
         for r, idle in self.replica_sizes(g, max_replica_nodes):
-            found = [s.option for s in sized if s.option is not None]
-            if found and idle:
-                continue  # plans that use every GPU win over plans that leave some idle
-            if found and r & (r - 1):
-                # replicas of 3, 5, 6... GPUs (PP stages that are not a power of two) are
-                # tried for fit; once a deployment is found, throughput is compared over
-                # power-of-two replicas only (each size costs estimates and rate searches)
-                continue
-            if found:
-                fewest = min(o.nodes for o in found)
+            if fewest:
+                if idle:
+                    continue  # plans that use every GPU win over plans that leave some idle
+                if r & (r - 1):
+                    # replicas of 3, 5, 6... GPUs (PP stages that are not a power of two) are
+                    # tried for fit; once a deployment is found, throughput is compared over
+                    # power-of-two replicas only (each size costs estimates and rate searches)
+                    continue
                 least = max(1, r // g)  # instances a replica of this size needs at least
                 if least > fewest or (least == fewest and not self.throughput_matters):
                     # it cannot need fewer instances, and a tie goes to the smaller replica
                     break
             fitted = self.fit_size(r, g, ctx.tp_cap, exposed, usable)
-            nearest.merge(fitted.nearest)
+            tried.append(fitted)
             if fitted.pool is not None:
                 last_pool = fitted.pool
             fit = fitted.fit
@@ -337,18 +366,24 @@ class ServingPlanner:
                 continue
             outcome = self._size(ctx, fit)
             sized.append(outcome)
-            if outcome.rejection is not None and (
-                not limits or _distance(outcome.rejection) < _distance(limits[0])
+            if outcome.deployable is not None:
+                if not fewest or outcome.deployable.nodes < fewest:
+                    fewest = outcome.deployable.nodes
+            elif outcome.rejection is not None and (
+                limit is None or _distance(outcome.rejection) < _distance(limit)
             ):
-                limits[:] = [outcome.rejection]
+                limit = outcome.rejection
         pool = None if last_pool is None else _on_gpu(last_pool, ctx.gpu.id)
-        options = [s.option for s in sized if s.option is not None]
-        if options:
-            return GroupVerdict(options=(self._choose(options, sized, ctx, one_gpu, pool),))
-        if limits:
-            return GroupVerdict(rejection=limits[0])
+        if fewest:
+            return GroupVerdict(options=(self._choose(sized, ctx, one_gpu, pool),))
+        if limit is not None:
+            return GroupVerdict(rejection=limit)
         if pool is not None:
             return GroupVerdict(rejection=pool)
+        # nothing was skipped: the nearest miss is the smallest of every size's
+        nearest = Nearest()
+        for fitted in tried:
+            nearest.merge(fitted.nearest)
 
         def fits_on(tp_cap: int, max_nodes: int) -> int | None:
             """Nodes of the smallest replica size that fits (sizes ascend in nodes)."""
@@ -440,9 +475,25 @@ class ServingPlanner:
         if limit is not None:
             return _Sized(replica_gpus=r, nodes=nodes, rejection=limit)
         replicas = nodes // replica_nodes * slots
-        deployment = speed.deployment(replicas)
-        notes = self.space.topology_notes(deployment.plan, ctx, replica_nodes, nodes)
-        if fit.engine_limited and fit.per_replica is not None and by_memory > 1:
+        deployable = _Deployable(
+            fit,
+            speed,
+            nodes,
+            replicas,
+            replica_nodes,
+            by_memory,
+            speed.tokens_per_second(replicas),
+        )
+        return _Sized(replica_gpus=r, nodes=nodes, deployable=deployable)
+
+    def _option(self, ctx: GroupContext, chosen: _Deployable, note: Reason) -> PlanOption:
+        """The chosen deployment as an option: its breakdown and estimate, the notes on
+        where it runs, the engine's limit on sequences, and ``note`` (why its replica has the
+        GPUs it has)."""
+        fit = chosen.fit
+        deployment = chosen.speed.deployment(chosen.replicas)
+        notes = self.space.topology_notes(deployment.plan, ctx, chosen.replica_nodes, chosen.nodes)
+        if fit.engine_limited and fit.per_replica is not None and chosen.by_memory > 1:
             # the engine's max_num_seqs, not memory, sets how many replicas the sequences need
             notes = (
                 *notes,
@@ -450,23 +501,22 @@ class ServingPlanner:
                     code="engine_max_num_seqs",
                     data={
                         "max_num_seqs": fit.per_replica,
-                        "concurrency": concurrency,
-                        "replicas_needed": by_memory,
+                        "concurrency": self.workload.concurrency,
+                        "replicas_needed": chosen.by_memory,
                     },
                 ),
             )
-        option = PlanOption(
-            nodes=nodes,
+        return PlanOption(
+            nodes=chosen.nodes,
             plan=deployment.plan,
             memory=deployment.memory,
             inference=deployment.estimate,
-            replicas=replicas,
-            time_hours=workload.serving_hours,
+            replicas=chosen.replicas,
+            time_hours=self.workload.serving_hours,
             tokens_per_second=deployment.tokens_per_second,
-            notes=notes,
+            notes=(*notes, note),
             warnings=ctx.warnings,
         )
-        return _Sized(replica_gpus=r, nodes=nodes, option=option)
 
     def _limit(
         self,
@@ -508,7 +558,6 @@ class ServingPlanner:
 
     def _choose(
         self,
-        options: list[PlanOption],
         sized: list[_Sized],
         ctx: GroupContext,
         one_gpu: str | None,
@@ -517,19 +566,15 @@ class ServingPlanner:
         """The deployment with the fewest instances, then the smallest replica (or, when
         throughput matters, the most tokens per GPU); with the note saying why its replica
         has the GPUs it has."""
-
-        def replica_gpus(o: PlanOption) -> int:
-            return o.plan.tensor_parallel * o.plan.pipeline_parallel
-
+        found = [s.deployable for s in sized if s.deployable is not None]
         if self.throughput_matters:
             g = ctx.key.gpu_count  # tokens per GPU paid for: idle GPUs count
             chosen = min(
-                options,
-                key=lambda o: (o.nodes, -o.tokens_per_second / (o.nodes * g), o.plan.gpus),
+                found, key=lambda d: (d.nodes, -d.tokens_per_second / (d.nodes * g), d.gpus)
             )
         else:
-            chosen = min(options, key=lambda o: (o.nodes, replica_gpus(o)))
-        size = replica_gpus(chosen)
+            chosen = min(found, key=lambda d: (d.nodes, d.fit.replica.gpus))
+        size = chosen.fit.replica.gpus
         one = next((s for s in sized if s.replica_gpus == 1), None)
         note: Reason
         if size == 1:
@@ -573,28 +618,18 @@ class ServingPlanner:
                 },
             )
         else:
-            smallest = one.option if one.option is not None else options[0]
+            smallest = one.deployable if one.deployable is not None else found[0]
             note = Reason(
                 code="tp_for_throughput",
                 data={
                     "replica_gpus": size,
-                    "smallest_replica_gpus": replica_gpus(smallest),
-                    "tokens_per_second_per_gpu": chosen.tokens_per_second / chosen.plan.gpus,
+                    "smallest_replica_gpus": smallest.fit.replica.gpus,
+                    "tokens_per_second_per_gpu": chosen.tokens_per_second / chosen.gpus,
                     "smallest_tokens_per_second_per_gpu": smallest.tokens_per_second
-                    / smallest.plan.gpus,
+                    / smallest.gpus,
                 },
             )
-        return PlanOption(
-            nodes=chosen.nodes,
-            plan=chosen.plan,
-            memory=chosen.memory,
-            inference=chosen.inference,
-            replicas=chosen.replicas,
-            time_hours=chosen.time_hours,
-            tokens_per_second=chosen.tokens_per_second,
-            notes=(*chosen.notes, note),
-            warnings=chosen.warnings,
-        )
+        return self._option(ctx, chosen, note)
 
 
 def _on_gpu(reason: Reason, gpu_id: str) -> Reason:
@@ -615,8 +650,9 @@ def _distance(reason: Reason) -> tuple[int, float]:
 
 
 def _per_replica(sized: _Sized) -> int | None:
-    if sized.option is not None and sized.option.inference is not None:
-        return sized.option.inference.max_concurrency
+    """Most sequences one replica of ``sized`` runs at once, where it says."""
+    if sized.deployable is not None:
+        return sized.deployable.fit.per_replica
     if sized.rejection is not None:
         value = sized.rejection.data.get("per_replica")
         return int(value) if value is not None else None

@@ -7,8 +7,12 @@ collectives: the other inputs of
 :func:`~gpu_advisor.core.planner.performance.estimate_inference` (the model, the workload)
 are the request's. Groups that agree on all of those -- e.g. instances of one GPU type with
 4 and 8 GPUs, both on NVLink, sizing a replica of 2 -- share one :class:`ReplicaSpeed`: its
-rates per batch, its throughput-target searches and its deployed estimates are computed once
-per request instead of once per group.
+estimates per batch, its throughput-target searches and its deployed estimates are computed
+once per request instead of once per group.
+
+A deployment's rate needs only the estimates per batch
+(:meth:`ReplicaSpeed.tokens_per_second`); its per-GPU breakdown and estimate
+(:meth:`ReplicaSpeed.deployment`) are taken only for the deployment a group chooses.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from gpu_advisor.core.planner.performance import (
     ServingFlops,
     deployment_tokens_per_second,
     estimate_inference,
+    sequences_per_replica,
 )
 from gpu_advisor.core.planner.topology import SearchSpace
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
@@ -116,15 +121,16 @@ class ReplicaSpeed:
         self._compute = compute
         self._efficiency = efficiency
         self._link = link
-        self._rates: dict[int, float] = {}
+        self._estimates: dict[int, InferenceEstimate] = {}
         self._targets: dict[tuple[float, int], int] = {}
         self._deployments: dict[int, Deployment] = {}
 
-    def rate(self, batch: int) -> float:
-        """Output tokens per second of one replica serving ``batch`` sequences."""
-        found = self._rates.get(batch)
+    def estimate(self, batch: int) -> InferenceEstimate:
+        """One replica serving ``batch`` sequences (at most ``per_replica``), its per-GPU
+        requirement taken as ``one``'s: the weights and the KV bytes of one sequence."""
+        found = self._estimates.get(batch)
         if found is None:
-            found = self._rates[batch] = estimate_inference(
+            found = self._estimates[batch] = estimate_inference(
                 self._space.arch,
                 self._workload,
                 self._single,
@@ -136,8 +142,20 @@ class ReplicaSpeed:
                 self._efficiency,
                 batch=batch,
                 flops=self._flops,
-            ).tokens_per_second
+            )
         return found
+
+    def rate(self, batch: int) -> float:
+        """Output tokens per second of one replica serving ``batch`` sequences."""
+        found = self._estimates.get(batch)
+        if found is None:
+            found = self.estimate(batch)
+        return found.tokens_per_second
+
+    def tokens_per_second(self, replicas: int) -> float:
+        """Output tokens per second of ``replicas`` replicas sharing the workload's
+        sequences (:func:`deployment_tokens_per_second`)."""
+        return deployment_tokens_per_second(self.rate, self._workload.concurrency, replicas)
 
     def replicas_for(self, goal: float, fewest: int) -> int:
         """Fewest replicas, at least ``fewest``, whose combined rate reaches ``goal`` tokens
@@ -155,25 +173,41 @@ class ReplicaSpeed:
         return found
 
     def deployment(self, replicas: int) -> Deployment:
-        """``replicas`` replicas: the deployed plan, its per-GPU breakdown and speed."""
+        """``replicas`` replicas: the deployed plan, its per-GPU breakdown and speed.
+
+        The replica's estimate is :meth:`estimate` of its share of the sequences when the
+        deployed breakdown has ``one``'s weights and KV bytes per sequence (the same stage is
+        the most loaded one): :func:`estimate_inference` reads nothing else of a breakdown,
+        and ``kv_cache_bytes / share`` is then exactly ``one``'s (integers below 2**53 divide
+        exactly), so both give the same numbers. Otherwise it is estimated on the deployed
+        breakdown.
+        """
         found = self._deployments.get(replicas)
         if found is None:
             plan = deployed(self._replica, replicas)
             memory = self._space.memory(plan, self._capacity_bytes)
             if memory is None:  # pragma: no cover - a plan of the same shape was estimated
                 raise LookupError("the deployed plan has no estimate")
-            estimate = estimate_inference(
-                self._space.arch,
-                self._workload,
-                plan,
-                memory,
-                self._gpu,
-                self._compute,
-                self._link,
-                self._per_replica,
-                self._efficiency,
-                flops=self._flops,
-            )
-            tokens = deployment_tokens_per_second(self.rate, self._workload.concurrency, replicas)
+            share = sequences_per_replica(self._workload, plan)
+            one = self._one
+            if (
+                memory.weights_bytes == one.weights_bytes
+                and memory.kv_cache_bytes == share * one.kv_cache_bytes
+            ):
+                estimate = self.estimate(share)
+            else:
+                estimate = estimate_inference(
+                    self._space.arch,
+                    self._workload,
+                    plan,
+                    memory,
+                    self._gpu,
+                    self._compute,
+                    self._link,
+                    self._per_replica,
+                    self._efficiency,
+                    flops=self._flops,
+                )
+            tokens = self.tokens_per_second(replicas)
             found = self._deployments[replicas] = Deployment(plan, memory, estimate, tokens)
         return found
