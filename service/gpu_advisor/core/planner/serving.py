@@ -46,9 +46,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from msgspec import Struct
-
-from gpu_advisor.core.planner.hardware import Links, links
+from gpu_advisor.core.gpus import GpuSpec
+from gpu_advisor.core.planner.hardware import ComputePath, Links, links
 from gpu_advisor.core.planner.performance import (
     engine_sequence_limit,
     max_concurrency,
@@ -73,21 +72,59 @@ RATE_TOLERANCE = 1e-9
 (floating-point sums of per-replica rates)."""
 
 
-class ReplicaFit(Struct, frozen=True, kw_only=True):
-    """A replica shape that holds at least one full-context sequence.
+class ReplicaFit:
+    """A replica shape that holds at least one full-context sequence on one GPU capacity,
+    with what the groups of a request derive from it. The planner makes one per shape and
+    capacity (:meth:`ServingPlanner._fit_shape`), so the memos it carries are keyed by both.
 
     Attributes:
         replica: the replica's TP x PP (x EP) with ``data_parallel`` 1.
+        gpus: the replica's GPUs, TP x PP.
         one: the per-GPU requirement with one sequence per replica.
         per_replica: most full-context sequences one replica runs at once: what its memory
             holds, at most the engine's ``max_num_seqs`` (None: neither bounds it).
         engine_limited: the engine's limit, not memory, sets ``per_replica``.
+        exposed_bytes, usable_bytes: the GPU capacity it was fitted on.
+        by_memory: fewest replicas whose share of the sequences fits
+            (:meth:`ServingPlanner._replicas_for_memory`); None until a group asks.
+        speeds: its speeds per GPU, compute path, efficiency and links
+            (:meth:`ServingPlanner._speed`).
     """
 
-    replica: ParallelPlan
-    one: MemoryBreakdown
-    per_replica: int | None
-    engine_limited: bool = False
+    __slots__ = (
+        "by_memory",
+        "engine_limited",
+        "exposed_bytes",
+        "gpus",
+        "one",
+        "per_replica",
+        "replica",
+        "speeds",
+        "usable_bytes",
+    )
+
+    def __init__(
+        self,
+        replica: ParallelPlan,
+        one: MemoryBreakdown,
+        per_replica: int | None,
+        engine_limited: bool,
+        exposed_bytes: int,
+        usable_bytes: float,
+    ) -> None:
+        self.replica = replica
+        self.gpus = replica.tensor_parallel * replica.pipeline_parallel
+        self.one = one
+        self.per_replica = per_replica
+        self.engine_limited = engine_limited
+        self.exposed_bytes = exposed_bytes
+        self.usable_bytes = usable_bytes
+        self.by_memory: int | None = None
+        self.speeds: dict[tuple[GpuSpec, ComputePath, float, Links], ReplicaSpeed] = {}
+
+
+_Miss = tuple[ParallelPlan, MemoryBreakdown]
+"""A plan a search sized and its per-GPU requirement (a nearest miss, :class:`Nearest`)."""
 
 
 class _Fitted(NamedTuple):
@@ -96,14 +133,45 @@ class _Fitted(NamedTuple):
 
     Attributes:
         fit: the fitting shape, None when none does.
-        nearest: the smallest requirement the shapes tried met.
+        nearest: the smallest requirement the shapes tried met (the first of equal ones),
+            None when none was sized.
         pool: the last ``kv_pool_too_small`` among the shapes tried, its data without the
             GPU id (:func:`_on_gpu` adds the group's).
     """
 
     fit: ReplicaFit | None
-    nearest: Nearest
+    nearest: _Miss | None
     pool: Reason | None
+
+
+class _Rung(NamedTuple):
+    """One replica size as the searches of a GPU count try it
+    (:meth:`ServingPlanner.replica_sizes`).
+
+    Attributes:
+        gpus: the replica's GPUs.
+        idle: the size leaves GPUs of a node idle.
+        nodes: instances one replica needs at least.
+    """
+
+    gpus: int
+    idle: bool
+    nodes: int
+
+
+class _Ladder(NamedTuple):
+    """The replica sizes a search of one group tries and their fits on its capacity
+    (:meth:`ServingPlanner.ladder`).
+
+    Attributes:
+        rungs: the sizes, in order.
+        fits: the fit of each rung, by position; None where no search has read it yet (the
+            reader fills it in with :meth:`ServingPlanner.fit_size`). At least as long as
+            ``rungs``, and shared by every ladder of the same GPU count, TP cap and capacity.
+    """
+
+    rungs: list[_Rung]
+    fits: list[_Fitted | None]
 
 
 class _Deployable(NamedTuple):
@@ -132,7 +200,7 @@ class _Deployable(NamedTuple):
     @property
     def gpus(self) -> int:
         """GPUs the replicas run on (idle GPUs of the instances not counted)."""
-        return self.fit.replica.gpus * self.replicas
+        return self.fit.gpus * self.replicas
 
 
 class _Sized(NamedTuple):
@@ -174,28 +242,25 @@ class ServingPlanner:
         )
         self._flops = serving_flops(arch, workload)
         # Per-request memos shared by the groups: a replica's fit depends on the group only
-        # through its GPU capacity (exposed and usable bytes), its speed only through the fit,
-        # the GPU, compute path, efficiency and links (ReplicaSpeed).
+        # through its GPU capacity (exposed and usable bytes); the replicas its memory needs
+        # only through the fit, its speed through the fit, the GPU, compute path, efficiency
+        # and links (ReplicaSpeed): those two are kept on the fit (ReplicaFit).
         self._shape_fits: dict[tuple[int, int, int, float], _Fitted] = {}
         self._size_fits: dict[tuple[tuple[tuple[int, int], ...], int, float], _Fitted] = {}
-        self._by_memory: dict[tuple[ParallelPlan, int, float], int] = {}
-        self._speeds: dict[tuple[Any, ...], ReplicaSpeed] = {}
-        self._sizes: dict[tuple[int, int], list[tuple[int, bool]]] = {}
+        self._rungs: dict[tuple[int, int], list[_Rung]] = {}
         self._shapes: dict[tuple[int, int, int], tuple[tuple[int, int], ...]] = {}
+        self._ladders: dict[tuple[int, int, int, float], list[_Fitted | None]] = {}
         self._fits_on: dict[tuple[Any, ...], int | None] = {}
 
     def replica_sizes(self, g: int, max_replica_nodes: int) -> list[tuple[int, bool]]:
         """Replica sizes ``(r, idle)`` in the order they are tried: divisors of ``g``
         ascending, then powers of two below ``g`` that do not divide it (``idle``: the node
-        keeps ``g mod r`` GPUs idle), then ``g`` times 2, 4, ... nodes. Memoised."""
-        key = (g, max_replica_nodes)
-        found = self._sizes.get(key)
-        if found is None:
-            inside = [(r, False) for r in divisors(g, g)]
-            idle = [(r, True) for r in powers_of_two(g) if g % r]
-            across = [(g * n, False) for n in powers_of_two(max_replica_nodes) if n > 1]
-            found = self._sizes[key] = inside + idle + across
-        return found
+        keeps ``g mod r`` GPUs idle), then ``g`` times 2, 4, ... nodes. Those of fewer nodes
+        are a prefix of those of more."""
+        inside = [(r, False) for r in divisors(g, g)]
+        idle = [(r, True) for r in powers_of_two(g) if g % r]
+        across = [(g * n, False) for n in powers_of_two(max_replica_nodes) if n > 1]
+        return inside + idle + across
 
     def replica_shapes(self, r: int, g: int, tp_cap: int) -> tuple[tuple[int, int], ...]:
         """``(t, p)`` with ``t x p = r``, TP first (TP speeds decode, PP only adds memory):
@@ -210,6 +275,28 @@ class ServingPlanner:
                 (t, r // t) for t in reversed(tps) if r % t == 0 and r // t <= most
             )
         return found
+
+    def ladder(
+        self, g: int, tp_cap: int, max_replica_nodes: int, exposed: int, usable: float
+    ) -> _Ladder:
+        """The replica sizes of ``g`` GPUs per node up to ``max_replica_nodes`` nodes per
+        replica, and their fits under ``tp_cap`` on a GPU exposing ``exposed`` bytes with
+        ``usable`` of them usable: a group's plan and its explanation read each size's fit by
+        position. Rungs memoised per ``(g, max_replica_nodes)``, fits per ``(g, tp_cap,
+        exposed, usable)`` (lengthened to the rungs: sizes of fewer nodes are a prefix of
+        those of more)."""
+        rungs = self._rungs.get((g, max_replica_nodes))
+        if rungs is None:
+            rungs = self._rungs[g, max_replica_nodes] = [
+                _Rung(r, idle, max(1, r // g))
+                for r, idle in self.replica_sizes(g, max_replica_nodes)
+            ]
+        fits = self._ladders.get((g, tp_cap, exposed, usable))
+        if fits is None:
+            fits = self._ladders[g, tp_cap, exposed, usable] = []
+        if len(fits) < len(rungs):
+            fits.extend([None] * (len(rungs) - len(fits)))
+        return _Ladder(rungs, fits)
 
     # --- memory -----------------------------------------------------------------------------
 
@@ -228,12 +315,12 @@ class ServingPlanner:
         key = (shapes, exposed, usable)
         found = self._size_fits.get(key)
         if found is None:
-            nearest = Nearest()
+            nearest: _Miss | None = None
             pool: Reason | None = None
             fit: ReplicaFit | None = None
             for t, p in shapes:
                 shape = self._fit_shape(t, p, exposed, usable)
-                nearest.merge(shape.nearest)
+                nearest = _nearer(nearest, shape.nearest)
                 if shape.pool is not None:
                     pool = shape.pool
                 if shape.fit is not None:
@@ -243,8 +330,8 @@ class ServingPlanner:
         return found
 
     def _fit_shape(self, t: int, p: int, exposed: int, usable: float) -> _Fitted:
-        """The first EP degree at which a ``t x p`` replica holds one full-context sequence
-        (memoised per capacity, as :meth:`fit_size`)."""
+        """Whether a ``t x p`` replica holds one full-context sequence (memoised per
+        capacity, as :meth:`fit_size`)."""
         key = (t, p, exposed, usable)
         found = self._shape_fits.get(key)
         if found is None:
@@ -252,62 +339,56 @@ class ServingPlanner:
         return found
 
     def _compute_fit_shape(self, t: int, p: int, exposed: int, usable: float) -> _Fitted:
-        memory_of = self.space.memory
-        concurrency = self.workload.concurrency
-        nearest = Nearest()
-        pool: Reason | None = None
-        for e in self.space.expert_degrees(1):
-            replica = ParallelPlan(tensor_parallel=t, pipeline_parallel=p, expert_parallel=e)
-            # one sequence per replica: as many replicas as sequences
-            single = deployed(replica, concurrency)
-            memory = memory_of(single, exposed)
-            if memory is None:
-                continue
-            if nearest.note(single, memory) > usable:
-                continue
-            most = max_concurrency(memory, self.workload, single, usable)
-            if most is not None and most < 1:
-                kv_pool = max(
-                    0,
-                    memory.kv_pool_bytes
-                    if memory.kv_pool_bytes is not None
-                    else int(usable - (memory.total_bytes - memory.kv_cache_bytes)),
-                )
-                pool = Reason(
-                    code="kv_pool_too_small",
-                    data={
-                        "kv_pool_bytes": kv_pool,
-                        "sequence_bytes": memory.kv_cache_bytes,
-                        "context_length": self.workload.context_length,
-                        "tensor_parallel": t,
-                        "pipeline_parallel": p,
-                        "weights_bytes": memory.weights_bytes,
-                        "reserved_bytes": memory.engine_reserved_bytes,
-                        "gpu_memory_utilization": self.workload.gpu_memory_utilization,
-                        "exposed_bytes": exposed,
-                    },
-                )
-                continue
-            limit = engine_sequence_limit(self.workload, exposed)
-            if limit is not None and (most is None or most > limit):
-                fit = ReplicaFit(
-                    replica=replica, one=memory, per_replica=limit, engine_limited=True
-                )
-                return _Fitted(fit, nearest, pool)
-            return _Fitted(ReplicaFit(replica=replica, one=memory, per_replica=most), nearest, pool)
-        return _Fitted(None, nearest, pool)
+        """:meth:`_fit_shape` computed. The replica's EP degree is 1: it has one
+        data-parallel rank, and :meth:`SearchSpace.expert_degrees` of one rank is ``[1]``."""
+        workload = self.workload
+        # one sequence per replica: as many replicas as sequences
+        single = ParallelPlan(
+            tensor_parallel=t, pipeline_parallel=p, data_parallel=workload.concurrency
+        )
+        memory = self.space.memory(single, exposed)
+        if memory is None:
+            return _Fitted(None, None, None)
+        if memory.total_bytes > usable:
+            return _Fitted(None, (single, memory), None)
+        most = max_concurrency(memory, workload, single, usable)
+        if most is not None and most < 1:
+            kv_pool = max(
+                0,
+                memory.kv_pool_bytes
+                if memory.kv_pool_bytes is not None
+                else int(usable - (memory.total_bytes - memory.kv_cache_bytes)),
+            )
+            pool = Reason(
+                code="kv_pool_too_small",
+                data={
+                    "kv_pool_bytes": kv_pool,
+                    "sequence_bytes": memory.kv_cache_bytes,
+                    "context_length": workload.context_length,
+                    "tensor_parallel": t,
+                    "pipeline_parallel": p,
+                    "weights_bytes": memory.weights_bytes,
+                    "reserved_bytes": memory.engine_reserved_bytes,
+                    "gpu_memory_utilization": workload.gpu_memory_utilization,
+                    "exposed_bytes": exposed,
+                },
+            )
+            return _Fitted(None, (single, memory), pool)
+        limit = engine_sequence_limit(workload, exposed)
+        limited = limit is not None and (most is None or most > limit)
+        replica = ParallelPlan(tensor_parallel=t, pipeline_parallel=p)
+        fit = ReplicaFit(replica, memory, limit if limited else most, limited, exposed, usable)
+        return _Fitted(fit, (single, memory), None)
 
-    def _replicas_for_memory(self, fit: ReplicaFit, ctx: GroupContext) -> int:
-        """Fewest replicas of ``fit``'s shape whose share of the sequences fits: the linear
-        estimate ``ceil(concurrency / per_replica)``, confirmed with the estimator (the
-        generic engine's prefill peak grows with the share, a little faster than the
-        estimate), else the smallest count that fits. Memoised per shape and capacity (as
-        :meth:`fit_size`)."""
-        exposed, usable = ctx.key.memory_exposed_bytes, ctx.usable_bytes
-        key = (fit.replica, exposed, usable)
-        found = self._by_memory.get(key)
+    def _replicas_for_memory(self, fit: ReplicaFit) -> int:
+        """Fewest replicas of ``fit``'s shape whose share of the sequences fits on its GPU
+        capacity: the linear estimate ``ceil(concurrency / per_replica)``, confirmed with the
+        estimator (the generic engine's prefill peak grows with the share, a little faster
+        than the estimate), else the smallest count that fits. Kept on ``fit``."""
+        found = fit.by_memory
         if found is not None:
             return found
+        exposed, usable = fit.exposed_bytes, fit.usable_bytes
         concurrency = self.workload.concurrency
         if fit.per_replica is None:
             found = 1
@@ -323,7 +404,7 @@ class ServingPlanner:
                 found = guess
             else:
                 found = smallest_true(holds, guess + 1, concurrency)
-        self._by_memory[key] = found
+        fit.by_memory = found
         return found
 
     # --- the deployment ---------------------------------------------------------------------
@@ -342,26 +423,29 @@ class ServingPlanner:
         sized: list[_Sized] = []
         fewest = 0  # fewest instances of a deployment found so far (0: none yet)
         one_gpu: str | None = None  # why a one-GPU replica is not a candidate
-        for r, idle in self.replica_sizes(g, max_replica_nodes):
+        rungs, fits = self.ladder(g, ctx.tp_cap, max_replica_nodes, exposed, usable)
+        for i, rung in enumerate(rungs):
             if fewest:
-                if idle:
+                if rung.idle:
                     continue  # plans that use every GPU win over plans that leave some idle
-                if r & (r - 1):
+                if rung.gpus & (rung.gpus - 1):
                     # replicas of 3, 5, 6... GPUs (PP stages that are not a power of two) are
                     # tried for fit; once a deployment is found, throughput is compared over
                     # power-of-two replicas only (each size costs estimates and rate searches)
                     continue
-                least = max(1, r // g)  # instances a replica of this size needs at least
+                least = rung.nodes  # instances a replica of this size needs at least
                 if least > fewest or (least == fewest and not self.throughput_matters):
                     # it cannot need fewer instances, and a tie goes to the smaller replica
                     break
-            fitted = self.fit_size(r, g, ctx.tp_cap, exposed, usable)
+            fitted = fits[i]
+            if fitted is None:
+                fitted = fits[i] = self.fit_size(rung.gpus, g, ctx.tp_cap, exposed, usable)
             tried.append(fitted)
             if fitted.pool is not None:
                 last_pool = fitted.pool
             fit = fitted.fit
             if fit is None:
-                if r == 1:
+                if rung.gpus == 1:
                     one_gpu = "pool" if last_pool is not None else "fit"
                 continue
             outcome = self._size(ctx, fit)
@@ -381,54 +465,54 @@ class ServingPlanner:
         if pool is not None:
             return GroupVerdict(rejection=pool)
         # nothing was skipped: the nearest miss is the smallest of every size's
-        nearest = Nearest()
+        nearest: _Miss | None = None
         for fitted in tried:
-            nearest.merge(fitted.nearest)
+            nearest = _nearer(nearest, fitted.nearest)
 
         def fits_on(tp_cap: int, max_nodes: int) -> int | None:
             """Nodes of the smallest replica size that fits (sizes ascend in nodes)."""
             key = (g, tp_cap, max_nodes, exposed, usable)
             if key not in self._fits_on:
-                self._fits_on[key] = next(
-                    (
-                        max(1, r // g)
-                        for r, _ in self.replica_sizes(g, max_nodes)
-                        if self.fit_size(r, g, tp_cap, exposed, usable).fit is not None
-                    ),
-                    None,
-                )
+                found = None
+                rungs, fits = self.ladder(g, tp_cap, max_nodes, exposed, usable)
+                for i, rung in enumerate(rungs):
+                    fitted = fits[i]
+                    if fitted is None:
+                        fitted = fits[i] = self.fit_size(rung.gpus, g, tp_cap, exposed, usable)
+                    if fitted.fit is not None:
+                        found = rung.nodes
+                        break
+                self._fits_on[key] = found
             return self._fits_on[key]
 
         return GroupVerdict(
             rejection=self.space.no_fit_reason(ctx, fits_on, self._per_replica(nearest))
         )
 
-    def _per_replica(self, nearest: Nearest) -> Nearest:
+    def _per_replica(self, nearest: _Miss | None) -> Nearest:
         """The nearest miss as a replica shape (``data_parallel`` 1) with the requirement it
         was measured at: one sequence per replica, the least any deployment of that shape
-        needs (a rejection says so)."""
-        if nearest.plan is None or nearest.memory is None:
-            return nearest
+        needs (a rejection says so). Empty when nothing was sized."""
         quoted = Nearest(one_sequence_per_replica=self.workload.concurrency > 1)
-        quoted.note(deployed(nearest.plan, 1), nearest.memory)
+        if nearest is not None:
+            quoted.note(deployed(nearest[0], 1), nearest[1])
         return quoted
 
     def _speed(self, fit: ReplicaFit, ctx: GroupContext, link: Links) -> ReplicaSpeed:
         """The speeds of ``fit``'s shape on the group's GPU over ``link``, shared by every
         group with the same fit (shape and capacity), GPU, compute path, efficiency and
-        links (:mod:`.serving_speed`)."""
-        exposed, usable = ctx.key.memory_exposed_bytes, ctx.usable_bytes
-        key = (fit.replica, exposed, usable, ctx.gpu, ctx.compute, ctx.efficiency, link)
-        found = self._speeds.get(key)
+        links (:mod:`.serving_speed`); kept on ``fit``."""
+        key = (ctx.gpu, ctx.compute, ctx.efficiency, link)
+        found = fit.speeds.get(key)
         if found is None:
-            found = self._speeds[key] = ReplicaSpeed(
+            found = fit.speeds[key] = ReplicaSpeed(
                 self.space,
                 self.workload,
                 self._flops,
                 replica=fit.replica,
                 one=fit.one,
                 per_replica=fit.per_replica,
-                capacity_bytes=exposed,
+                capacity_bytes=fit.exposed_bytes,
                 gpu=ctx.gpu,
                 compute=ctx.compute,
                 efficiency=ctx.efficiency,
@@ -442,12 +526,12 @@ class ServingPlanner:
         key, workload = ctx.key, self.workload
         g = key.gpu_count
         concurrency = workload.concurrency
-        r = fit.replica.gpus
+        r = fit.gpus
         replica_nodes = max(1, r // g)
         slots = max(1, g // r)  # replicas per instance (a replica of whole nodes: 1)
         link = links(ctx.gpu, ctx.domain, g, replica_nodes, key.network_gbit_per_s)
         speed = self._speed(fit, ctx, link)
-        by_memory = self._replicas_for_memory(fit, ctx)
+        by_memory = self._replicas_for_memory(fit)
         needed = by_memory
         target = workload.target_tokens_per_second
         if target is not None:
@@ -543,7 +627,7 @@ class ServingPlanner:
             data.update(
                 concurrency=self.workload.concurrency,
                 per_replica=fit.per_replica,
-                replica_gpus=fit.replica.gpus,
+                replica_gpus=fit.gpus,
                 max_concurrency=replicas * fit.per_replica,
             )
         if nodes > constraints.max_nodes:
@@ -573,9 +657,10 @@ class ServingPlanner:
                 found, key=lambda d: (d.nodes, -d.tokens_per_second / (d.nodes * g), d.gpus)
             )
         else:
-            chosen = min(found, key=lambda d: (d.nodes, d.fit.replica.gpus))
-        size = chosen.fit.replica.gpus
-        one = next((s for s in sized if s.replica_gpus == 1), None)
+            chosen = min(found, key=lambda d: (d.nodes, d.fit.gpus))
+        size = chosen.fit.gpus
+        # sizes are tried from one GPU up, each sized once
+        one = sized[0] if sized[0].replica_gpus == 1 else None
         note: Reason
         if size == 1:
             note = Reason(code="single_gpu_replica", data={})
@@ -623,13 +708,21 @@ class ServingPlanner:
                 code="tp_for_throughput",
                 data={
                     "replica_gpus": size,
-                    "smallest_replica_gpus": smallest.fit.replica.gpus,
+                    "smallest_replica_gpus": smallest.fit.gpus,
                     "tokens_per_second_per_gpu": chosen.tokens_per_second / chosen.gpus,
                     "smallest_tokens_per_second_per_gpu": smallest.tokens_per_second
                     / smallest.gpus,
                 },
             )
         return self._option(ctx, chosen, note)
+
+
+def _nearer(nearest: _Miss | None, miss: _Miss | None) -> _Miss | None:
+    """The smaller requirement of ``nearest`` and a later ``miss`` (``nearest`` where they
+    are equal), as :meth:`Nearest.note` keeps it; None where neither was sized."""
+    if miss is None or (nearest is not None and miss[1].total_bytes >= nearest[1].total_bytes):
+        return nearest
+    return miss
 
 
 def _on_gpu(reason: Reason, gpu_id: str) -> Reason:

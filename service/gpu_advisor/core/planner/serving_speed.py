@@ -122,6 +122,7 @@ class ReplicaSpeed:
         self._efficiency = efficiency
         self._link = link
         self._estimates: dict[int, InferenceEstimate] = {}
+        self._tokens: dict[int, float] = {}
         self._targets: dict[tuple[float, int], int] = {}
         self._deployments: dict[int, Deployment] = {}
 
@@ -155,7 +156,12 @@ class ReplicaSpeed:
     def tokens_per_second(self, replicas: int) -> float:
         """Output tokens per second of ``replicas`` replicas sharing the workload's
         sequences (:func:`deployment_tokens_per_second`)."""
-        return deployment_tokens_per_second(self.rate, self._workload.concurrency, replicas)
+        found = self._tokens.get(replicas)
+        if found is None:
+            found = self._tokens[replicas] = deployment_tokens_per_second(
+                self.rate, self._workload.concurrency, replicas
+            )
+        return found
 
     def replicas_for(self, goal: float, fewest: int) -> int:
         """Fewest replicas, at least ``fewest``, whose combined rate reaches ``goal`` tokens
