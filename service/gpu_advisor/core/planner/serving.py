@@ -44,7 +44,9 @@ at this concurrency (``split_for_target``) or throughput per GPU (``tp_for_throu
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
+
+from msgspec import Struct
 
 from gpu_advisor.core.gpus import GpuSpec
 from gpu_advisor.core.planner.hardware import ComputePath, Links, links
@@ -127,7 +129,7 @@ _Miss = tuple[ParallelPlan, MemoryBreakdown]
 """A plan a search sized and its per-GPU requirement (a nearest miss, :class:`Nearest`)."""
 
 
-class _Fitted(NamedTuple):
+class _Fitted(Struct, frozen=True):
     """Whether a replica shape, or the first of a replica size's shapes, holds one
     full-context sequence on one GPU capacity (:meth:`ServingPlanner.fit_size`).
 
@@ -144,7 +146,7 @@ class _Fitted(NamedTuple):
     pool: Reason | None
 
 
-class _Rung(NamedTuple):
+class _Rung(Struct, frozen=True):
     """One replica size as the searches of a GPU count try it
     (:meth:`ServingPlanner.replica_sizes`).
 
@@ -159,22 +161,15 @@ class _Rung(NamedTuple):
     nodes: int
 
 
-class _Ladder(NamedTuple):
-    """The replica sizes a search of one group tries and their fits on its capacity
-    (:meth:`ServingPlanner.ladder`).
-
-    Attributes:
-        rungs: the sizes, in order.
-        fits: the fit of each rung, by position; None where no search has read it yet (the
-            reader fills it in with :meth:`ServingPlanner.fit_size`). At least as long as
-            ``rungs``, and shared by every ladder of the same GPU count, TP cap and capacity.
-    """
-
-    rungs: list[_Rung]
-    fits: list[_Fitted | None]
+_Ladder = tuple[list[_Rung], list[_Fitted | None]]
+"""The replica sizes a search of one group tries and their fits on its capacity
+(:meth:`ServingPlanner.ladder`): the rungs in order, and the fit of each by position, None
+where no search has read it yet (the reader fills it in with :meth:`ServingPlanner.fit_size`).
+The fits are at least as many as the rungs, and shared by every ladder of the same GPU count,
+TP cap and capacity."""
 
 
-class _Deployable(NamedTuple):
+class _Deployable(Struct, frozen=True):
     """A deployment of one fitted replica shape on a group, sized but not yet built: its
     per-GPU breakdown, estimate, notes and :class:`PlanOption` are taken only if the group
     chooses it (:meth:`ServingPlanner._option`).
@@ -203,7 +198,7 @@ class _Deployable(NamedTuple):
         return self.fit.gpus * self.replicas
 
 
-class _Sized(NamedTuple):
+class _Sized(Struct, frozen=True):
     """One replica size sized for the workload: a deployment, or why it is not one (then
     with the instances it needed, when a limit on them set it)."""
 
@@ -296,7 +291,7 @@ class ServingPlanner:
             fits = self._ladders[g, tp_cap, exposed, usable] = []
         if len(fits) < len(rungs):
             fits.extend([None] * (len(rungs) - len(fits)))
-        return _Ladder(rungs, fits)
+        return rungs, fits
 
     # --- memory -----------------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ A deployment's rate needs only the estimates per batch
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+
+from msgspec import Struct
 
 from gpu_advisor.core.gpus import GpuSpec
 from gpu_advisor.core.planner.hardware import ComputePath, Links
@@ -27,7 +28,9 @@ from gpu_advisor.core.planner.performance import (
     ServingFlops,
     deployment_tokens_per_second,
     estimate_inference,
+    replica_timing,
     sequences_per_replica,
+    timed_estimate,
 )
 from gpu_advisor.core.planner.topology import SearchSpace
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
@@ -57,7 +60,7 @@ def deployed(replica: ParallelPlan, replicas: int) -> ParallelPlan:
     )
 
 
-class Deployment(NamedTuple):
+class Deployment(Struct, frozen=True):
     """``replicas`` replicas of one shape on one GPU type.
 
     Attributes:
@@ -114,7 +117,19 @@ class ReplicaSpeed:
         self._flops = flops
         self._replica = replica
         self._one = one
-        self._single = deployed(replica, workload.concurrency)
+        # what every batch's estimate shares, on one's requirement (one sequence per replica)
+        self._timing = replica_timing(
+            space.arch,
+            workload,
+            deployed(replica, workload.concurrency),
+            one,
+            gpu,
+            compute,
+            link,
+            per_replica,
+            efficiency,
+            flops,
+        )
         self._per_replica = per_replica
         self._capacity_bytes = capacity_bytes
         self._gpu = gpu
@@ -131,19 +146,7 @@ class ReplicaSpeed:
         requirement taken as ``one``'s: the weights and the KV bytes of one sequence."""
         found = self._estimates.get(batch)
         if found is None:
-            found = self._estimates[batch] = estimate_inference(
-                self._space.arch,
-                self._workload,
-                self._single,
-                self._one,
-                self._gpu,
-                self._compute,
-                self._link,
-                self._per_replica,
-                self._efficiency,
-                batch=batch,
-                flops=self._flops,
-            )
+            found = self._estimates[batch] = timed_estimate(self._timing, batch)
         return found
 
     def rate(self, batch: int) -> float:
