@@ -306,7 +306,7 @@ class ServingPlanner:
         sequence on a GPU exposing ``exposed`` bytes with ``usable`` of them usable, with the
         nearest miss and ``kv_pool_too_small`` of the shapes tried. Memoised per shapes and
         capacity: groups of any GPU type, count and links with these share it."""
-        shapes = self.replica_shapes(r, g, tp_cap)
+        shapes = self._shapes.get((r, g, tp_cap)) or self.replica_shapes(r, g, tp_cap)
         key = (shapes, exposed, usable)
         found = self._size_fits.get(key)
         if found is None:
@@ -645,14 +645,25 @@ class ServingPlanner:
         """The deployment with the fewest instances, then the smallest replica (or, when
         throughput matters, the most tokens per GPU); with the note saying why its replica
         has the GPUs it has."""
-        found = [s.deployable for s in sized if s.deployable is not None]
-        if self.throughput_matters:
-            g = ctx.key.gpu_count  # tokens per GPU paid for: idle GPUs count
-            chosen = min(
-                found, key=lambda d: (d.nodes, -d.tokens_per_second / (d.nodes * g), d.gpus)
-            )
-        else:
-            chosen = min(found, key=lambda d: (d.nodes, d.fit.gpus))
+        g = ctx.key.gpu_count  # tokens per GPU paid for: idle GPUs count
+        first: _Deployable | None = None
+        chosen: _Deployable | None = None
+        best: tuple[float, ...] = ()
+        for candidate in sized:  # the first of the smallest keys, as min() keeps it
+            d = candidate.deployable
+            if d is None:
+                continue
+            if self.throughput_matters:
+                rank: tuple[float, ...] = (d.nodes, -d.tokens_per_second / (d.nodes * g), d.gpus)
+            else:
+                rank = (d.nodes, d.fit.gpus)
+            if chosen is None:
+                first = chosen = d
+                best = rank
+            elif rank < best:
+                chosen, best = d, rank
+        if first is None or chosen is None:  # pragma: no cover - plan() sized a deployment
+            raise LookupError("no deployment to choose from")
         size = chosen.fit.gpus
         # sizes are tried from one GPU up, each sized once
         one = sized[0] if sized[0].replica_gpus == 1 else None
@@ -698,7 +709,7 @@ class ServingPlanner:
                 },
             )
         else:
-            smallest = one.deployable if one.deployable is not None else found[0]
+            smallest = one.deployable if one.deployable is not None else first
             note = Reason(
                 code="tp_for_throughput",
                 data={
