@@ -161,14 +161,6 @@ class _Rung(Struct, frozen=True):
     nodes: int
 
 
-_Ladder = tuple[list[_Rung], list[_Fitted | None]]
-"""The replica sizes a search of one group tries and their fits on its capacity
-(:meth:`ServingPlanner.ladder`): the rungs in order, and the fit of each by position, None
-where no search has read it yet (the reader fills it in with :meth:`ServingPlanner.fit_size`).
-The fits are at least as many as the rungs, and shared by every ladder of the same GPU count,
-TP cap and capacity."""
-
-
 class _Deployable(Struct, frozen=True):
     """A deployment of one fitted replica shape on a group, sized but not yet built: its
     per-GPU breakdown, estimate, notes and :class:`PlanOption` are taken only if the group
@@ -244,7 +236,6 @@ class ServingPlanner:
         self._size_fits: dict[tuple[tuple[tuple[int, int], ...], int, float], _Fitted] = {}
         self._rungs: dict[tuple[int, int], list[_Rung]] = {}
         self._shapes: dict[tuple[int, int, int], tuple[tuple[int, int], ...]] = {}
-        self._ladders: dict[tuple[int, int, int, float], list[_Fitted | None]] = {}
         self._fits_on: dict[tuple[Any, ...], int | None] = {}
 
     def replica_sizes(self, g: int, max_replica_nodes: int) -> list[tuple[int, bool]]:
@@ -271,27 +262,15 @@ class ServingPlanner:
             )
         return found
 
-    def ladder(
-        self, g: int, tp_cap: int, max_replica_nodes: int, exposed: int, usable: float
-    ) -> _Ladder:
-        """The replica sizes of ``g`` GPUs per node up to ``max_replica_nodes`` nodes per
-        replica, and their fits under ``tp_cap`` on a GPU exposing ``exposed`` bytes with
-        ``usable`` of them usable: a group's plan and its explanation read each size's fit by
-        position. Rungs memoised per ``(g, max_replica_nodes)``, fits per ``(g, tp_cap,
-        exposed, usable)`` (lengthened to the rungs: sizes of fewer nodes are a prefix of
-        those of more)."""
-        rungs = self._rungs.get((g, max_replica_nodes))
-        if rungs is None:
-            rungs = self._rungs[g, max_replica_nodes] = [
+    def rungs(self, g: int, max_replica_nodes: int) -> list[_Rung]:
+        """:meth:`replica_sizes` as the searches read them. Memoised."""
+        found = self._rungs.get((g, max_replica_nodes))
+        if found is None:
+            found = self._rungs[g, max_replica_nodes] = [
                 _Rung(r, idle, max(1, r // g))
                 for r, idle in self.replica_sizes(g, max_replica_nodes)
             ]
-        fits = self._ladders.get((g, tp_cap, exposed, usable))
-        if fits is None:
-            fits = self._ladders[g, tp_cap, exposed, usable] = []
-        if len(fits) < len(rungs):
-            fits.extend([None] * (len(rungs) - len(fits)))
-        return rungs, fits
+        return found
 
     # --- memory -----------------------------------------------------------------------------
 
@@ -418,8 +397,8 @@ class ServingPlanner:
         sized: list[_Sized] = []
         fewest = 0  # fewest instances of a deployment found so far (0: none yet)
         one_gpu: str | None = None  # why a one-GPU replica is not a candidate
-        rungs, fits = self.ladder(g, ctx.tp_cap, max_replica_nodes, exposed, usable)
-        for i, rung in enumerate(rungs):
+        rungs = self.rungs(g, max_replica_nodes)
+        for rung in rungs:
             if fewest:
                 if rung.idle:
                     continue  # plans that use every GPU win over plans that leave some idle
@@ -432,9 +411,7 @@ class ServingPlanner:
                 if least > fewest or (least == fewest and not self.throughput_matters):
                     # it cannot need fewer instances, and a tie goes to the smaller replica
                     break
-            fitted = fits[i]
-            if fitted is None:
-                fitted = fits[i] = self.fit_size(rung.gpus, g, ctx.tp_cap, exposed, usable)
+            fitted = self.fit_size(rung.gpus, g, ctx.tp_cap, exposed, usable)
             tried.append(fitted)
             if fitted.pool is not None:
                 last_pool = fitted.pool
@@ -469,12 +446,11 @@ class ServingPlanner:
             key = (g, tp_cap, max_nodes, exposed, usable)
             if key not in self._fits_on:
                 found = None
-                rungs, fits = self.ladder(g, tp_cap, max_nodes, exposed, usable)
-                for i, rung in enumerate(rungs):
-                    fitted = fits[i]
-                    if fitted is None:
-                        fitted = fits[i] = self.fit_size(rung.gpus, g, tp_cap, exposed, usable)
-                    if fitted.fit is not None:
+                # under the group's TP cap, the sizes it tried fit nothing (the sizes of
+                # fewer nodes are a prefix of those of more)
+                start = len(tried) if tp_cap == ctx.tp_cap else 0
+                for rung in self.rungs(g, max_nodes)[start:]:
+                    if self.fit_size(rung.gpus, g, tp_cap, exposed, usable).fit is not None:
                         found = rung.nodes
                         break
                 self._fits_on[key] = found
