@@ -174,6 +174,7 @@ class _Deployable(Struct, frozen=True):
         replica_nodes: instances one replica spans (1 inside a node).
         by_memory: fewest replicas whose share of the sequences fits.
         tokens_per_second: output tokens per second of all replicas.
+        gpus: GPUs the replicas run on (idle GPUs of the instances not counted).
     """
 
     fit: ReplicaFit
@@ -183,11 +184,7 @@ class _Deployable(Struct, frozen=True):
     replica_nodes: int
     by_memory: int
     tokens_per_second: float
-
-    @property
-    def gpus(self) -> int:
-        """GPUs the replicas run on (idle GPUs of the instances not counted)."""
-        return self.fit.gpus * self.replicas
+    gpus: int
 
 
 class _Sized(Struct, frozen=True):
@@ -538,6 +535,7 @@ class ServingPlanner:
             replica_nodes,
             by_memory,
             speed.tokens_per_second(replicas),
+            r * replicas,
         )
         return _Sized(replica_gpus=r, nodes=nodes, deployable=deployable)
 
@@ -650,14 +648,13 @@ class ServingPlanner:
             # the model fits one GPU, but the engine's reservation leaves it no KV cache
             note = Reason(code="split_for_kv_pool", data={**pool.data, "replica_gpus": size})
         elif one is None:
-            alone = self.space.memory(
-                ParallelPlan(data_parallel=self.workload.concurrency), ctx.key.memory_exposed_bytes
-            )
+            # one GPU holding one sequence per replica, as the one-GPU size was tried
+            alone = self._fit_shape(1, 1, ctx.key.memory_exposed_bytes, ctx.usable_bytes).nearest
             note = Reason(
                 code="split_to_fit",
                 data={
                     "replica_gpus": size,
-                    "one_gpu_need_bytes": None if alone is None else alone.total_bytes,
+                    "one_gpu_need_bytes": None if alone is None else alone[1].total_bytes,
                     "usable_bytes": int(ctx.usable_bytes),
                 },
             )

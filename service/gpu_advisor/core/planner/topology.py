@@ -267,12 +267,26 @@ class SearchSpace:
         self.constraints = constraints
         self.memory = memory
         self._tensor_degrees: dict[tuple[int, int], list[int]] = {}
+        # (interconnect, GPU id, GPUs per node) -> (GPU, NVLink domain, TP cap, default MFU)
+        self._gpu_facts: dict[tuple[str, str, int], tuple[GpuSpec, int, int, float]] = {}
 
     def context(
         self, key: GroupKey, gpu: GpuSpec, compute: ComputePath, mfu_override: float | None
     ) -> GroupContext:
-        """Derive a group's planning facts (domain, TP cap, usable bytes, efficiency)."""
-        domain = nvlink_domain_size(key.interconnect, gpu, key.gpu_count)
+        """Derive a group's planning facts (domain, TP cap, usable bytes, efficiency). The
+        GPU's are remembered per interconnect, GPU and GPU count (groups of one request share
+        them; keyed by the GPU's id, they are taken again for another GPU of that id)."""
+        facts_key = (key.interconnect, gpu.id, key.gpu_count)
+        facts = self._gpu_facts.get(facts_key)
+        if facts is None or facts[0] is not gpu:
+            domain = nvlink_domain_size(key.interconnect, gpu, key.gpu_count)
+            facts = self._gpu_facts[facts_key] = (
+                gpu,
+                domain,
+                max_tensor_parallel(domain),
+                default_mfu(gpu),
+            )
+        _, domain, tp_cap, mfu = facts
         warnings: tuple[Reason, ...] = ()
         if compute.emulated:
             warnings = (
@@ -291,9 +305,9 @@ class SearchSpace:
             gpu=gpu,
             compute=compute,
             domain=domain,
-            tp_cap=max_tensor_parallel(domain),
+            tp_cap=tp_cap,
             usable_bytes=key.memory_exposed_bytes * (1.0 - self.constraints.min_headroom_fraction),
-            efficiency=mfu_override if mfu_override is not None else default_mfu(gpu),
+            efficiency=mfu_override if mfu_override is not None else mfu,
             warnings=warnings,
         )
 
