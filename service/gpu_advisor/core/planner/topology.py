@@ -267,26 +267,21 @@ class SearchSpace:
         self.constraints = constraints
         self.memory = memory
         self._tensor_degrees: dict[tuple[int, int], list[int]] = {}
-        # (interconnect, GPU id, GPUs per node) -> (GPU, NVLink domain, TP cap, default MFU)
-        self._gpu_facts: dict[tuple[str, str, int], tuple[GpuSpec, int, int, float]] = {}
+        self._default_mfu: dict[str, tuple[GpuSpec, float]] = {}  # GPU id -> (GPU, MFU)
 
     def context(
         self, key: GroupKey, gpu: GpuSpec, compute: ComputePath, mfu_override: float | None
     ) -> GroupContext:
         """Derive a group's planning facts (domain, TP cap, usable bytes, efficiency). The
-        GPU's are remembered per interconnect, GPU and GPU count (groups of one request share
-        them; keyed by the GPU's id, they are taken again for another GPU of that id)."""
-        facts_key = (key.interconnect, gpu.id, key.gpu_count)
-        facts = self._gpu_facts.get(facts_key)
-        if facts is None or facts[0] is not gpu:
-            domain = nvlink_domain_size(key.interconnect, gpu, key.gpu_count)
-            facts = self._gpu_facts[facts_key] = (
-                gpu,
-                domain,
-                max_tensor_parallel(domain),
-                default_mfu(gpu),
-            )
-        _, domain, tp_cap, mfu = facts
+        GPU's default MFU is remembered per GPU (keyed by its id, taken again for another GPU
+        of that id): the groups of a request have a few GPU types."""
+        domain = nvlink_domain_size(key.interconnect, gpu, key.gpu_count)
+        efficiency = mfu_override
+        if efficiency is None:
+            known = self._default_mfu.get(gpu.id)
+            if known is None or known[0] is not gpu:
+                known = self._default_mfu[gpu.id] = (gpu, default_mfu(gpu))
+            efficiency = known[1]
         warnings: tuple[Reason, ...] = ()
         if compute.emulated:
             warnings = (
@@ -305,9 +300,9 @@ class SearchSpace:
             gpu=gpu,
             compute=compute,
             domain=domain,
-            tp_cap=tp_cap,
+            tp_cap=max_tensor_parallel(domain),
             usable_bytes=key.memory_exposed_bytes * (1.0 - self.constraints.min_headroom_fraction),
-            efficiency=mfu_override if mfu_override is not None else mfu,
+            efficiency=efficiency,
             warnings=warnings,
         )
 
