@@ -79,7 +79,8 @@ class Deployment(Struct, frozen=True):
 class ReplicaSpeed:
     """Speeds of one replica shape fitted on one GPU capacity, on one GPU over ``link``.
 
-    Each answer is computed on first demand and remembered.
+    Each answer is computed on first demand and remembered; what no batch changes is taken
+    once (:func:`~.performance.replica_timing` of ``one``).
 
     Args:
         space: the request's search space (model, memory estimator).
