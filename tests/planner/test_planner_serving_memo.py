@@ -175,3 +175,14 @@ def _numbers(verdict: GroupVerdict) -> object:
     assert verdict.rejection is not None
     data = {k: v for k, v in verdict.rejection.data.items() if k != "gpu"}
     return (verdict.rejection.code, data)
+
+
+def test_each_gpu_of_one_id_gets_its_own_default_mfu() -> None:
+    # SearchSpace.context remembers default MFUs by GPU id: a GPU of the same id that is
+    # another object (here an AMD part) gets its own -- DEFAULT_MFU: datacenter 0.40, AMD 0.25
+    space = SearchSpace(ARCH, Constraints(), MemoMemory(toy_estimate, ARCH, InferenceWorkload()))
+    h100 = _context(space, "H100-SXM-80GB", 8)
+    amd = structs.replace(h100.gpu, vendor="amd")
+    again = space.context(h100.key, amd, h100.compute, None)
+    assert (h100.efficiency, again.efficiency) == (0.40, 0.25)
+    assert _context(space, "H100-SXM-80GB", 4).efficiency == 0.40

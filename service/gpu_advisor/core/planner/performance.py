@@ -380,6 +380,136 @@ def _expert_read_fraction(arch: Architecture, batch: int) -> float:
     return (1.0 - routed) + routed * touched
 
 
+class ReplicaTiming(Struct, frozen=True, kw_only=True):
+    """The parts of :func:`estimate_inference` that do not depend on the batch: one replica
+    of a plan with its per-GPU breakdown on one GPU, compute path and links
+    (:func:`replica_timing`). A replica's estimates at several batches
+    (:func:`timed_estimate`) share it.
+
+    Attributes:
+        arch, workload, flops, compute, link, concurrency_limit: as
+            :func:`estimate_inference` takes them.
+        tensor_parallel, pipeline_parallel: the replica's degrees.
+        weights_bytes: per-GPU weights (all read by a decode step but for untouched
+            experts).
+        kv_bytes_per_sequence: per-GPU KV bytes of one full-context sequence
+            (:func:`kv_bytes_per_sequence`).
+        context_fraction: share of a sequence's KV cache a decode step reads on average,
+            ``min(1, mean context / context_length)``.
+        bandwidth_bytes_per_s: memory bandwidth x :data:`DECODE_BANDWIDTH_EFFICIENCY`.
+        tp_flops_per_s: TP x peak FLOP/s x efficiency.
+        weights_seconds: one read of the stages' weights, ``PP x weights / bandwidth``.
+        prefill_seconds: prefill of one prompt (compute-bound, at least one weights read).
+    """
+
+    arch: Architecture
+    workload: InferenceWorkload
+    flops: ServingFlops
+    compute: ComputePath
+    link: Links
+    concurrency_limit: int | None
+    tensor_parallel: int
+    pipeline_parallel: int
+    weights_bytes: int
+    kv_bytes_per_sequence: float
+    context_fraction: float
+    bandwidth_bytes_per_s: float
+    tp_flops_per_s: float
+    weights_seconds: float
+    prefill_seconds: float
+
+
+def replica_timing(
+    arch: Architecture,
+    workload: InferenceWorkload,
+    plan: ParallelPlan,
+    memory: MemoryBreakdown,
+    gpu: GpuSpec,
+    compute: ComputePath,
+    link: Links,
+    concurrency_limit: int | None,
+    efficiency: float,
+    flops: ServingFlops | None = None,
+) -> ReplicaTiming:
+    """:class:`ReplicaTiming` of one replica of ``plan`` (arguments as
+    :func:`estimate_inference`)."""
+    t, p = plan.tensor_parallel, plan.pipeline_parallel
+    if flops is None:
+        flops = serving_flops(arch, workload)
+    bandwidth = max(gpu.memory_bandwidth_bytes_per_s, 1) * DECODE_BANDWIDTH_EFFICIENCY
+    tp_peak = t * (compute.tflops * 1e12 * efficiency)
+    weights_seconds = p * memory.weights_bytes / bandwidth
+    return ReplicaTiming(
+        arch=arch,
+        workload=workload,
+        flops=flops,
+        compute=compute,
+        link=link,
+        concurrency_limit=concurrency_limit,
+        tensor_parallel=t,
+        pipeline_parallel=p,
+        weights_bytes=memory.weights_bytes,
+        kv_bytes_per_sequence=kv_bytes_per_sequence(memory, workload, plan),
+        context_fraction=min(1.0, flops.mean_context_tokens / workload.context_length),
+        bandwidth_bytes_per_s=bandwidth,
+        tp_flops_per_s=tp_peak,
+        weights_seconds=weights_seconds,
+        prefill_seconds=max(flops.prefill_flops / tp_peak, weights_seconds, _TINY_SECONDS),
+    )
+
+
+def timed_estimate(timing: ReplicaTiming, batch: int) -> InferenceEstimate:
+    """:func:`estimate_inference` of the replica ``timing`` describes serving ``batch``
+    sequences (capped at its ``concurrency_limit``)."""
+    arch = timing.arch
+    t, p = timing.tensor_parallel, timing.pipeline_parallel
+    concurrency_limit = timing.concurrency_limit
+    if concurrency_limit is not None:
+        batch = min(batch, concurrency_limit)
+    batch = max(1, batch)
+    flops = timing.flops
+    output = float(timing.workload.output_tokens)
+    bandwidth = timing.bandwidth_bytes_per_s
+    if arch.encoder_only:
+        # one forward pass over the batch: its FLOPs, or one read of the weights
+        forward_s = max(
+            batch * flops.prefill_flops / timing.tp_flops_per_s,
+            timing.weights_seconds,
+            _TINY_SECONDS,
+        )
+        return InferenceEstimate(
+            batch=batch,
+            max_concurrency=concurrency_limit,
+            decode_step_seconds=0.0,
+            decode_bound="compute",
+            time_to_first_token_seconds=forward_s,
+            request_latency_seconds=forward_s,
+            tokens_per_second=batch * flops.prompt_tokens / forward_s,
+            compute=timing.compute,
+        )
+    weights_read = timing.weights_bytes * _expert_read_fraction(arch, batch)
+    kv_read = batch * timing.kv_bytes_per_sequence * timing.context_fraction
+    memory_s = p * (weights_read + kv_read) / bandwidth
+    compute_s = batch * flops.decode_flops_per_token / timing.tp_flops_per_s
+    tp_s = 0.0
+    link = timing.link
+    if t > 1 and link.tp_medium == "pcie":
+        message = batch * arch.hidden_size * ACTIVATION_BYTES
+        tp_s = arch.num_layers * 2 * ring_allreduce_seconds(message, t, link.tp_bytes_per_s)
+    step = max(memory_s, compute_s, _TINY_SECONDS) + tp_s
+    prefill_s = timing.prefill_seconds
+    return InferenceEstimate(
+        batch=batch,
+        max_concurrency=concurrency_limit,
+        decode_step_seconds=step,
+        decode_bound="memory" if memory_s >= compute_s else "compute",
+        time_to_first_token_seconds=prefill_s + step,
+        request_latency_seconds=prefill_s + output * step,
+        tokens_per_second=batch * output / (batch * prefill_s + output * step),
+        compute=timing.compute,
+    )
+
+
 def estimate_inference(
     arch: Architecture,
     workload: InferenceWorkload,
@@ -403,6 +533,9 @@ def estimate_inference(
     prompts costs the sum of their FLOPs. An encoder-only model runs one forward pass per
     request and generates nothing: its rate is input tokens encoded per second.
 
+    Computed in two phases, :func:`replica_timing` (what does not depend on the batch) and
+    :func:`timed_estimate`.
+
     Args:
         plan: the plan ``memory`` was estimated for (its ``data_parallel`` sets the share of
             the sequences ``memory`` holds; the replica is its TP x PP).
@@ -414,64 +547,12 @@ def estimate_inference(
         flops: :func:`serving_flops` of ``arch`` and ``workload`` when the caller has it
             already (it depends on neither the plan nor the GPU).
     """
-    t, p = plan.tensor_parallel, plan.pipeline_parallel
+    timing = replica_timing(
+        arch, workload, plan, memory, gpu, compute, link, concurrency_limit, efficiency, flops
+    )
     if batch is None:
         batch = sequences_per_replica(workload, plan)
-    if concurrency_limit is not None:
-        batch = min(batch, concurrency_limit)
-    batch = max(1, batch)
-    if flops is None:
-        flops = serving_flops(arch, workload)
-    prompt = flops.prompt_tokens
-    output = float(workload.output_tokens)
-    mean_context = flops.mean_context_tokens
-    bandwidth = max(gpu.memory_bandwidth_bytes_per_s, 1) * DECODE_BANDWIDTH_EFFICIENCY
-    peak = compute.tflops * 1e12 * efficiency
-    if arch.encoder_only:
-        # one forward pass over the batch: its FLOPs, or one read of the weights
-        forward_s = max(
-            batch * flops.prefill_flops / (t * peak),
-            p * memory.weights_bytes / bandwidth,
-            _TINY_SECONDS,
-        )
-        return InferenceEstimate(
-            batch=batch,
-            max_concurrency=concurrency_limit,
-            decode_step_seconds=0.0,
-            decode_bound="compute",
-            time_to_first_token_seconds=forward_s,
-            request_latency_seconds=forward_s,
-            tokens_per_second=batch * prompt / forward_s,
-            compute=compute,
-        )
-    weights_read = memory.weights_bytes * _expert_read_fraction(arch, batch)
-    kv_read = (
-        batch
-        * kv_bytes_per_sequence(memory, workload, plan)
-        * min(1.0, mean_context / workload.context_length)
-    )
-    memory_s = p * (weights_read + kv_read) / bandwidth
-    compute_s = batch * flops.decode_flops_per_token / (t * peak)
-    tp_s = 0.0
-    if t > 1 and link.tp_medium == "pcie":
-        message = batch * arch.hidden_size * ACTIVATION_BYTES
-        tp_s = arch.num_layers * 2 * ring_allreduce_seconds(message, t, link.tp_bytes_per_s)
-    step = max(memory_s, compute_s, _TINY_SECONDS) + tp_s
-    prefill_s = max(
-        flops.prefill_flops / (t * peak),
-        p * memory.weights_bytes / bandwidth,
-        _TINY_SECONDS,
-    )
-    return InferenceEstimate(
-        batch=batch,
-        max_concurrency=concurrency_limit,
-        decode_step_seconds=step,
-        decode_bound="memory" if memory_s >= compute_s else "compute",
-        time_to_first_token_seconds=prefill_s + step,
-        request_latency_seconds=prefill_s + output * step,
-        tokens_per_second=batch * output / (batch * prefill_s + output * step),
-        compute=compute,
-    )
+    return timed_estimate(timing, batch)
 
 
 def deployment_tokens_per_second(

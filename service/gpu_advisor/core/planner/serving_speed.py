@@ -7,14 +7,19 @@ collectives: the other inputs of
 :func:`~gpu_advisor.core.planner.performance.estimate_inference` (the model, the workload)
 are the request's. Groups that agree on all of those -- e.g. instances of one GPU type with
 4 and 8 GPUs, both on NVLink, sizing a replica of 2 -- share one :class:`ReplicaSpeed`: its
-rates per batch, its throughput-target searches and its deployed estimates are computed once
-per request instead of once per group.
+estimates per batch, its throughput-target searches and its deployed estimates are computed
+once per request instead of once per group.
+
+A deployment's rate needs only the estimates per batch
+(:meth:`ReplicaSpeed.tokens_per_second`); its per-GPU breakdown and estimate
+(:meth:`ReplicaSpeed.deployment`) are taken only for the deployment a group chooses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+
+from msgspec import Struct
 
 from gpu_advisor.core.gpus import GpuSpec
 from gpu_advisor.core.planner.hardware import ComputePath, Links
@@ -23,6 +28,9 @@ from gpu_advisor.core.planner.performance import (
     ServingFlops,
     deployment_tokens_per_second,
     estimate_inference,
+    replica_timing,
+    sequences_per_replica,
+    timed_estimate,
 )
 from gpu_advisor.core.planner.topology import SearchSpace
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
@@ -52,7 +60,7 @@ def deployed(replica: ParallelPlan, replicas: int) -> ParallelPlan:
     )
 
 
-class Deployment(NamedTuple):
+class Deployment(Struct, frozen=True):
     """``replicas`` replicas of one shape on one GPU type.
 
     Attributes:
@@ -71,7 +79,8 @@ class Deployment(NamedTuple):
 class ReplicaSpeed:
     """Speeds of one replica shape fitted on one GPU capacity, on one GPU over ``link``.
 
-    Each answer is computed on first demand and remembered.
+    Each answer is computed on first demand and remembered; what no batch changes is taken
+    once (:func:`~.performance.replica_timing` of ``one``).
 
     Args:
         space: the request's search space (model, memory estimator).
@@ -109,34 +118,53 @@ class ReplicaSpeed:
         self._flops = flops
         self._replica = replica
         self._one = one
-        self._single = deployed(replica, workload.concurrency)
+        # what every batch's estimate shares, on one's requirement (one sequence per replica)
+        self._timing = replica_timing(
+            space.arch,
+            workload,
+            deployed(replica, workload.concurrency),
+            one,
+            gpu,
+            compute,
+            link,
+            per_replica,
+            efficiency,
+            flops,
+        )
         self._per_replica = per_replica
         self._capacity_bytes = capacity_bytes
         self._gpu = gpu
         self._compute = compute
         self._efficiency = efficiency
         self._link = link
-        self._rates: dict[int, float] = {}
+        self._estimates: dict[int, InferenceEstimate] = {}
+        self._tokens: dict[int, float] = {}
         self._targets: dict[tuple[float, int], int] = {}
         self._deployments: dict[int, Deployment] = {}
 
+    def estimate(self, batch: int) -> InferenceEstimate:
+        """One replica serving ``batch`` sequences (at most ``per_replica``), its per-GPU
+        requirement taken as ``one``'s: the weights and the KV bytes of one sequence."""
+        found = self._estimates.get(batch)
+        if found is None:
+            found = self._estimates[batch] = timed_estimate(self._timing, batch)
+        return found
+
     def rate(self, batch: int) -> float:
         """Output tokens per second of one replica serving ``batch`` sequences."""
-        found = self._rates.get(batch)
+        found = self._estimates.get(batch)
         if found is None:
-            found = self._rates[batch] = estimate_inference(
-                self._space.arch,
-                self._workload,
-                self._single,
-                self._one,
-                self._gpu,
-                self._compute,
-                self._link,
-                self._per_replica,
-                self._efficiency,
-                batch=batch,
-                flops=self._flops,
-            ).tokens_per_second
+            found = self.estimate(batch)
+        return found.tokens_per_second
+
+    def tokens_per_second(self, replicas: int) -> float:
+        """Output tokens per second of ``replicas`` replicas sharing the workload's
+        sequences (:func:`deployment_tokens_per_second`)."""
+        found = self._tokens.get(replicas)
+        if found is None:
+            found = self._tokens[replicas] = deployment_tokens_per_second(
+                self.rate, self._workload.concurrency, replicas
+            )
         return found
 
     def replicas_for(self, goal: float, fewest: int) -> int:
@@ -155,25 +183,41 @@ class ReplicaSpeed:
         return found
 
     def deployment(self, replicas: int) -> Deployment:
-        """``replicas`` replicas: the deployed plan, its per-GPU breakdown and speed."""
+        """``replicas`` replicas: the deployed plan, its per-GPU breakdown and speed.
+
+        The replica's estimate is :meth:`estimate` of its share of the sequences when the
+        deployed breakdown has ``one``'s weights and KV bytes per sequence (the same stage is
+        the most loaded one): :func:`estimate_inference` reads nothing else of a breakdown,
+        and ``kv_cache_bytes / share`` is then exactly ``one``'s (integers below 2**53 divide
+        exactly), so both give the same numbers. Otherwise it is estimated on the deployed
+        breakdown.
+        """
         found = self._deployments.get(replicas)
         if found is None:
             plan = deployed(self._replica, replicas)
             memory = self._space.memory(plan, self._capacity_bytes)
             if memory is None:  # pragma: no cover - a plan of the same shape was estimated
                 raise LookupError("the deployed plan has no estimate")
-            estimate = estimate_inference(
-                self._space.arch,
-                self._workload,
-                plan,
-                memory,
-                self._gpu,
-                self._compute,
-                self._link,
-                self._per_replica,
-                self._efficiency,
-                flops=self._flops,
-            )
-            tokens = deployment_tokens_per_second(self.rate, self._workload.concurrency, replicas)
+            share = sequences_per_replica(self._workload, plan)
+            one = self._one
+            if (
+                memory.weights_bytes == one.weights_bytes
+                and memory.kv_cache_bytes == share * one.kv_cache_bytes
+            ):
+                estimate = self.estimate(share)
+            else:
+                estimate = estimate_inference(
+                    self._space.arch,
+                    self._workload,
+                    plan,
+                    memory,
+                    self._gpu,
+                    self._compute,
+                    self._link,
+                    self._per_replica,
+                    self._efficiency,
+                    flops=self._flops,
+                )
+            tokens = self.tokens_per_second(replicas)
             found = self._deployments[replicas] = Deployment(plan, memory, estimate, tokens)
         return found

@@ -267,12 +267,21 @@ class SearchSpace:
         self.constraints = constraints
         self.memory = memory
         self._tensor_degrees: dict[tuple[int, int], list[int]] = {}
+        self._default_mfu: dict[str, tuple[GpuSpec, float]] = {}  # GPU id -> (GPU, MFU)
 
     def context(
         self, key: GroupKey, gpu: GpuSpec, compute: ComputePath, mfu_override: float | None
     ) -> GroupContext:
-        """Derive a group's planning facts (domain, TP cap, usable bytes, efficiency)."""
+        """Derive a group's planning facts (domain, TP cap, usable bytes, efficiency). The
+        GPU's default MFU is remembered per GPU (keyed by its id, taken again for another GPU
+        of that id): the groups of a request have a few GPU types."""
         domain = nvlink_domain_size(key.interconnect, gpu, key.gpu_count)
+        efficiency = mfu_override
+        if efficiency is None:
+            known = self._default_mfu.get(gpu.id)
+            if known is None or known[0] is not gpu:
+                known = self._default_mfu[gpu.id] = (gpu, default_mfu(gpu))
+            efficiency = known[1]
         warnings: tuple[Reason, ...] = ()
         if compute.emulated:
             warnings = (
@@ -293,7 +302,7 @@ class SearchSpace:
             domain=domain,
             tp_cap=max_tensor_parallel(domain),
             usable_bytes=key.memory_exposed_bytes * (1.0 - self.constraints.min_headroom_fraction),
-            efficiency=mfu_override if mfu_override is not None else default_mfu(gpu),
+            efficiency=efficiency,
             warnings=warnings,
         )
 
