@@ -55,7 +55,7 @@ from gpu_advisor.core.planner.performance import (
     max_concurrency,
     serving_flops,
 )
-from gpu_advisor.core.planner.serving_speed import ReplicaSpeed, deployed, smallest_true
+from gpu_advisor.core.planner.serving_speed import ReplicaSpeed, deployed
 from gpu_advisor.core.planner.topology import (
     PIPELINE_MAX,
     GroupContext,
@@ -65,6 +65,7 @@ from gpu_advisor.core.planner.topology import (
     SearchSpace,
     divisors,
     powers_of_two,
+    smallest_true,
 )
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan, Reason
 from gpu_advisor.core.spec import InferenceWorkload, Objective

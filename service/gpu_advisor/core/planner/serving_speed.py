@@ -17,8 +17,6 @@ A deployment's rate needs only the estimates per batch
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from msgspec import Struct
 
 from gpu_advisor.core.gpus import GpuSpec
@@ -32,21 +30,9 @@ from gpu_advisor.core.planner.performance import (
     sequences_per_replica,
     timed_estimate,
 )
-from gpu_advisor.core.planner.topology import SearchSpace
+from gpu_advisor.core.planner.topology import SearchSpace, smallest_true
 from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
 from gpu_advisor.core.spec import InferenceWorkload
-
-
-def smallest_true(ok: Callable[[int], bool], low: int, high: int) -> int:
-    """Smallest ``n`` in ``[low, high]`` with ``ok(n)``, for ``ok`` monotone (false then true)
-    and ``ok(high)`` true."""
-    while low < high:
-        middle = (low + high) // 2
-        if ok(middle):
-            high = middle
-        else:
-            low = middle + 1
-    return high
 
 
 def deployed(replica: ParallelPlan, replicas: int) -> ParallelPlan:

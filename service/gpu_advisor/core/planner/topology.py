@@ -84,6 +84,18 @@ PIPELINE_MAX = 64
 PP = 64 (Narayanan et al. 2021, Table 1); Llama 3 405B used 16 (Dubey et al. 2024, Table 4)."""
 
 
+def smallest_true(ok: Callable[[int], bool], low: int, high: int) -> int:
+    """Smallest ``n`` in ``[low, high]`` with ``ok(n)``, for ``ok`` monotone (false then true)
+    and ``ok(high)`` true."""
+    while low < high:
+        middle = (low + high) // 2
+        if ok(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return high
+
+
 def smallest_fitting_count(fits: Callable[[int], bool], limit: int) -> int | None:
     """Smallest ``n`` in ``1..limit`` with ``fits(n)``: ``fits`` is probed at 1, 2, 4, ...
     (and ``limit``) until it holds, then the smallest count in the last doubling is found by
@@ -99,14 +111,7 @@ def smallest_fitting_count(fits: Callable[[int], bool], limit: int) -> int | Non
         if probe >= limit:
             return None
         below, probe = probe, min(probe * 2, limit)
-    low, high = below + 1, probe  # fits(high); the answer lies in [low, high]
-    while low < high:
-        middle = (low + high) // 2
-        if fits(middle):
-            high = middle
-        else:
-            low = middle + 1
-    return high
+    return smallest_true(fits, below + 1, probe)  # fits(probe): the answer is in between
 
 
 ZERO_STAGES: tuple[Sharding, ...] = ("none", "zero1", "zero2", "zero3")
