@@ -114,3 +114,19 @@ def test_fits_somewhere_answers_from_the_least_requirement_computed_and_stays_la
     assert not planner.fits_somewhere(1, 4, fit)
     assert (fit.low, fit.high) == (-float("inf"), 10 * GIB)
     assert asked == [1, 2, 4]
+
+
+def test_pipeline_degrees_are_shared_by_the_gpus_per_tensor_parallel_group() -> None:
+    # PP degrees are the divisors of total / TP up to the layers (32 here, 6 below)
+    planner = _planner()
+    assert planner._pipeline_degrees(1, 48) == [1, 2, 3, 4, 6, 8, 12, 16, 24]  # of 48
+    assert planner._pipeline_degrees(2, 48) == [1, 2, 3, 4, 6, 8, 12, 24]  # of 24
+    assert planner._pipeline_degrees(4, 96) == [1, 2, 3, 4, 6, 8, 12, 24]  # of 24
+    assert planner._pipeline_degrees(1, 24) == [1, 2, 3, 4, 6, 8, 12, 24]
+    assert planner._pipeline_degrees(2, 16) == [1, 2, 4, 8]  # of 8
+    arch = make_arch(PARAMETERS, layers=6)
+    workload = TrainingWorkload()
+    shallow = TrainingPlanner(
+        SearchSpace(arch, Constraints(), MemoMemory(toy_estimate, arch, workload)), workload
+    )
+    assert shallow._pipeline_degrees(1, 48) == [1, 2, 3, 4, 6]

@@ -175,6 +175,7 @@ class TrainingPlanner:
         self._fits: dict[tuple[int, int, int], list[_Found]] = {}
         self._sweeps: dict[int, dict[int, _Sweep]] = {}  # TP -> GPUs -> sweep
         self._nodes: dict[tuple[int, int, int], list[tuple[float, float, int | None]]] = {}
+        self._pipelines: dict[int, list[int]] = {}  # GPUs per TP group -> PP degrees
 
     def tensor_degrees(self, gpus_per_node: int, tp_cap: int) -> list[int]:
         """TP degrees searched (:meth:`SearchSpace.tensor_degrees`; 1 for QLoRA)."""
@@ -273,10 +274,15 @@ class TrainingPlanner:
     def _pipeline_degrees(self, t: int, total: int) -> list[int]:
         """PP degrees for TP ``t`` over ``total`` GPUs: the divisors of ``total / t`` (pipeline
         stages need not be a power of two), at most the layers and :data:`PIPELINE_MAX`; only
-        1 for QLoRA (:data:`QLORA_SHARDINGS`)."""
+        1 for QLoRA (:data:`QLORA_SHARDINGS`). Memoised (callers only read the list)."""
         if self.qlora:
             return [1]
-        return divisors(total // t, min(self.space.arch.num_layers, PIPELINE_MAX))
+        groups = total // t
+        found = self._pipelines.get(groups)
+        if found is None:
+            limit = min(self.space.arch.num_layers, PIPELINE_MAX)
+            found = self._pipelines[groups] = divisors(groups, limit)
+        return found
 
     def _loosest(self, t: int, p: int, total: int) -> ParallelPlan:
         """The most-sharded plan of ``(t, p)``: the widest EP and the last ZeRO stage."""
