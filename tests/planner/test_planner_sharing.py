@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from gpu_advisor.core.planner.estimator import MemoMemory
 from gpu_advisor.core.planner.topology import SearchSpace
-from gpu_advisor.core.planner.training import TrainingPlanner
-from gpu_advisor.core.results import ParallelPlan
+from gpu_advisor.core.planner.training import TrainingPlanner, _Fit
+from gpu_advisor.core.results import MemoryBreakdown, ParallelPlan
 from gpu_advisor.core.spec import Constraints, TrainingWorkload
 
 from .fixtures import GIB, make_arch, toy_estimate
@@ -74,3 +74,59 @@ def test_memo_memory_answers_per_plan_and_capacity() -> None:
     assert memory(two, 40 * GIB).total_bytes == 27 * GIB
     assert memory(two, 40 * GIB).headroom_fraction == 1 - 27 / 40
     assert asked == [(2, None), (4, 80 * GIB)]
+
+
+# A sweep whose most-sharded plans need less at each deeper pipeline, by hand: TP 1 over 4
+# GPUs searches PP 1, 2, 4 (the divisors of 4), needing 30, 20, 10 GiB (each step saves more
+# than PIPELINE_MIN_SAVING, so the sweep goes on to PP 4).
+_SWEEP_NEED_GIB = {1: 30, 2: 20, 4: 10}
+
+
+def test_fits_somewhere_answers_from_the_least_requirement_computed_and_stays_lazy() -> None:
+    arch = make_arch(PARAMETERS)
+    workload = TrainingWorkload()
+    asked: list[int] = []
+
+    def by_pipeline(arch, workload, plan, *, capacity_bytes=None):  # type: ignore[no-untyped-def]
+        asked.append(plan.pipeline_parallel)
+        need = _SWEEP_NEED_GIB[plan.pipeline_parallel] * GIB
+        return MemoryBreakdown(weights_bytes=need, total_bytes=need)
+
+    memory = MemoMemory(by_pipeline, arch, workload)
+    planner = TrainingPlanner(SearchSpace(arch, Constraints(), memory), workload)
+
+    # 25 GiB: PP 2 (20 GiB) is the first that fits; PP 4 is not asked yet. The answer holds
+    # for any usable size from 20 GiB up.
+    fit = _Fit(25 * GIB)
+    assert planner.fits_somewhere(1, 4, fit)
+    assert asked == [1, 2]
+    assert fit.low == 20 * GIB
+    # 15 GiB: neither entry computed fits; PP 4 (10 GiB) is computed and fits
+    fit = _Fit(15 * GIB)
+    assert planner.fits_somewhere(1, 4, fit)
+    assert asked == [1, 2, 4]
+    # 12 GiB: the least requirement computed (10 GiB, the latest entry) fits; nothing asked
+    fit = _Fit(12 * GIB)
+    assert planner.fits_somewhere(1, 4, fit)
+    assert (fit.low, fit.high) == (10 * GIB, float("inf"))
+    # 5 GiB: under every entry of the complete sweep
+    fit = _Fit(5 * GIB)
+    assert not planner.fits_somewhere(1, 4, fit)
+    assert (fit.low, fit.high) == (-float("inf"), 10 * GIB)
+    assert asked == [1, 2, 4]
+
+
+def test_pipeline_degrees_are_shared_by_the_gpus_per_tensor_parallel_group() -> None:
+    # PP degrees are the divisors of total / TP up to the layers (32 here, 6 below)
+    planner = _planner()
+    assert planner._pipeline_degrees(1, 48) == [1, 2, 3, 4, 6, 8, 12, 16, 24]  # of 48
+    assert planner._pipeline_degrees(2, 48) == [1, 2, 3, 4, 6, 8, 12, 24]  # of 24
+    assert planner._pipeline_degrees(4, 96) == [1, 2, 3, 4, 6, 8, 12, 24]  # of 24
+    assert planner._pipeline_degrees(1, 24) == [1, 2, 3, 4, 6, 8, 12, 24]
+    assert planner._pipeline_degrees(2, 16) == [1, 2, 4, 8]  # of 8
+    arch = make_arch(PARAMETERS, layers=6)
+    workload = TrainingWorkload()
+    shallow = TrainingPlanner(
+        SearchSpace(arch, Constraints(), MemoMemory(toy_estimate, arch, workload)), workload
+    )
+    assert shallow._pipeline_degrees(1, 48) == [1, 2, 3, 4, 6]

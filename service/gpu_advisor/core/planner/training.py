@@ -61,7 +61,7 @@ class _Sweep:
     sweeps hold no reference cycle: refcounting frees a request's search state when the
     request ends, without waiting for the cyclic garbage collector."""
 
-    __slots__ = ("_degrees", "_next", "_previous", "needs", "plans", "t", "total")
+    __slots__ = ("_degrees", "_next", "_previous", "least", "needs", "plans", "t", "total")
 
     def __init__(self, t: int, total: int, degrees: list[int]) -> None:
         self.t = t
@@ -71,6 +71,8 @@ class _Sweep:
         self._previous: tuple[int, int] | None = None  # (p, requirement) of the last entry
         self.plans: list[ParallelPlan] = []
         self.needs: list[MemoryBreakdown] = []
+        self.least: int | None = None
+        """The smallest requirement (bytes) of the entries computed so far; None before any."""
 
     def reach(self, position: int, planner: TrainingPlanner) -> bool:
         """Whether the sweep has an entry at ``position`` (computing those up to it with
@@ -88,6 +90,8 @@ class _Sweep:
                 continue
             self.plans.append(loosest)
             self.needs.append(need)
+            if self.least is None or need.total_bytes < self.least:
+                self.least = need.total_bytes
             previous = self._previous
             if previous is not None and not pipeline_step_saves(
                 previous[1], need.total_bytes, previous[0], p
@@ -171,6 +175,7 @@ class TrainingPlanner:
         self._fits: dict[tuple[int, int, int], list[_Found]] = {}
         self._sweeps: dict[int, dict[int, _Sweep]] = {}  # TP -> GPUs -> sweep
         self._nodes: dict[tuple[int, int, int], list[tuple[float, float, int | None]]] = {}
+        self._pipelines: dict[int, list[int]] = {}  # GPUs per TP group -> PP degrees
 
     def tensor_degrees(self, gpus_per_node: int, tp_cap: int) -> list[int]:
         """TP degrees searched (:meth:`SearchSpace.tensor_degrees`; 1 for QLoRA)."""
@@ -211,7 +216,12 @@ class TrainingPlanner:
         (``fit``: the test against the group's usable bytes; enough to explain a rejection:
         "needs 4 nodes ...")."""
         sweep = self._sweep(t, total)
-        position = 0
+        # Some entry fits where the least computed so far does (for any usable bytes from
+        # that least up, which ``fit`` records); else only entries not computed yet may, and
+        # they are computed as far as the first that fits, as a scan from the first would.
+        if sweep.least is not None and fit(sweep.least):
+            return True
+        position = len(sweep.needs)
         while sweep.reach(position, self):
             if fit(sweep.needs[position].total_bytes):
                 return True
@@ -264,10 +274,15 @@ class TrainingPlanner:
     def _pipeline_degrees(self, t: int, total: int) -> list[int]:
         """PP degrees for TP ``t`` over ``total`` GPUs: the divisors of ``total / t`` (pipeline
         stages need not be a power of two), at most the layers and :data:`PIPELINE_MAX`; only
-        1 for QLoRA (:data:`QLORA_SHARDINGS`)."""
+        1 for QLoRA (:data:`QLORA_SHARDINGS`). Memoised (callers only read the list)."""
         if self.qlora:
             return [1]
-        return divisors(total // t, min(self.space.arch.num_layers, PIPELINE_MAX))
+        groups = total // t
+        found = self._pipelines.get(groups)
+        if found is None:
+            limit = min(self.space.arch.num_layers, PIPELINE_MAX)
+            found = self._pipelines[groups] = divisors(groups, limit)
+        return found
 
     def _loosest(self, t: int, p: int, total: int) -> ParallelPlan:
         """The most-sharded plan of ``(t, p)``: the widest EP and the last ZeRO stage."""
