@@ -67,6 +67,31 @@ def test_other_arguments_are_answered_by_estimate_memory():
     assert search(llama, serve, plan) == estimate_memory(llama, serve, plan)
 
 
+def test_other_workloads_are_answered_by_siblings_that_share_equal_workloads(monkeypatch):
+    # The lighter workloads a suggestion tries (planner/relax.py) are new objects each time; the
+    # estimator answers them through one sibling per distinct workload value, and each answer
+    # is estimate_memory's for that workload.
+    llama = arch("meta-llama--Llama-3.1-8B")
+    search = WorkloadEstimator(llama, TrainingWorkload(sequence_length=8192))
+    made: list[object] = []
+    real = estimate_module.WorkloadEstimator.__init__
+
+    def recording(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(args[1])
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(estimate_module.WorkloadEstimator, "__init__", recording)
+    shorter = [TrainingWorkload(sequence_length=2048) for _ in range(3)]  # equal, not identical
+    checkpointed = TrainingWorkload(sequence_length=2048, gradient_checkpointing="full")
+    for plan in PLANS[:12]:
+        for workload in (*shorter, checkpointed):
+            assert _answer(search, llama, workload, plan, 80 * 2**30) == _answer(
+                estimate_memory, llama, workload, plan, 80 * 2**30
+            )
+    # one sibling per distinct value: the three equal workloads share one
+    assert made == [shorter[0], checkpointed]
+
+
 def test_an_unknown_lora_target_is_reported_on_every_call():
     a = arch("meta-llama--Llama-3.1-8B")
     workload = TrainingWorkload(method="lora", lora_targets=["nope"])

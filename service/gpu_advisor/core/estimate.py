@@ -200,7 +200,11 @@ def _plan_on_reference(
     *,
     max_nodes: int,
     objective: Objective,
+    estimator: WorkloadEstimator | None = None,
 ) -> RecommendationResult:
+    """The best plan of ``request``'s workload on reference ``offers``. ``estimator``: a
+    :class:`WorkloadEstimator` of ``arch`` and ``request.workload`` that earlier calls of the
+    same request used (the GPU types of :func:`min_gpus_per_type` share its plan shapes)."""
     constraints = Constraints(max_nodes=max_nodes, spot="forbid")
     ask = RecommendationRequest(
         model=request.model,
@@ -215,7 +219,7 @@ def _plan_on_reference(
         offers,
         gpus,
         {REFERENCE_PROVIDER.name: REFERENCE_PROVIDER},
-        WorkloadEstimator(arch, ask.workload),
+        estimator if estimator is not None else WorkloadEstimator(arch, ask.workload),
         capacity_rule=MEMORY_CAPACITY_RULE,
     )
 
@@ -229,6 +233,8 @@ def min_gpus_per_type(
 ) -> list[MinGpus]:
     """The smallest feasible GPU count on each GPU type (fewest GPU-hours at equal price)."""
     rows: list[MinGpus] = []
+    # one estimator for every GPU type: the plan shapes and lighter workloads they try repeat
+    estimator = WorkloadEstimator(arch, request.workload)
     for spec in gpus.specs:
         # Clusters are built of full nodes (8-GPU HGX/DGX boards behind InfiniBand); the
         # smaller instances stand alone. Otherwise three 2-GPU nodes (6 GPUs) would be
@@ -242,6 +248,7 @@ def min_gpus_per_type(
             gpus.by_id,
             max_nodes=MIN_GPUS_MAX_NODES,
             objective="price_per_hour",
+            estimator=estimator,
         )
         if result.recommendations:
             best = result.recommendations[0]

@@ -97,6 +97,9 @@ def estimate_memory(
             target (``workload.lora_targets.N``) or dtype (``workload.weight_dtype``).
     """
     validate_plan(arch, plan)
+    # the call's stages share their shape-only parts (one stage's per-layer split by TP and
+    # EP serves every stage: without this a 61-stage plan recomputed it 61 times)
+    parts = RememberedParts(arch)
     match workload:
         case TrainingWorkload():
             return training_breakdown(
@@ -107,10 +110,11 @@ def estimate_memory(
                 gpus_per_node=gpus_per_node or None,
                 overhead=overhead,
                 kernels=kernels,
+                parts=parts,
             )
         case InferenceWorkload():
             return inference_breakdown(
-                arch, workload, plan, capacity_bytes=capacity_bytes, overhead=overhead
+                arch, workload, plan, capacity_bytes=capacity_bytes, overhead=overhead, parts=parts
             )
 
 
@@ -128,18 +132,31 @@ class WorkloadEstimator:
     times cheaper.
 
     Callable like ``estimate_memory(arch, workload, plan, *, capacity_bytes=None)`` (the
-    planner's ``MemoryEstimator``); asked about another architecture or workload it answers
-    with ``estimate_memory`` itself. Request-scoped: make one per search, do not share it
-    between threads.
+    planner's ``MemoryEstimator``). Asked about another workload of the same architecture (the
+    lighter workloads a suggestion tries, :mod:`gpu_advisor.core.planner.relax`) it answers
+    through a sibling estimator for that workload object, made once and sharing the
+    architecture's shape-only parts; asked about another architecture, with
+    ``estimate_memory`` itself. Request-scoped: make one per search, do not share it between
+    threads.
     """
 
     def __init__(
-        self, arch: Architecture, workload: Workload, *, overhead: OverheadModel = DEFAULT_OVERHEAD
+        self,
+        arch: Architecture,
+        workload: Workload,
+        *,
+        overhead: OverheadModel = DEFAULT_OVERHEAD,
+        parts: RememberedParts | None = None,
     ) -> None:
         self.arch = arch
         self.workload = workload
         self.overhead = overhead
-        self._parts = RememberedParts(arch)
+        self._parts = parts if parts is not None else RememberedParts(arch)
+        # other workloads of this architecture: by object (kept, so an id is never reused),
+        # and by value (an equal workload made again -- the same lighter workload tried for
+        # another set of offers -- reads the same sibling)
+        self._siblings: dict[int, tuple[Workload, WorkloadEstimator]] = {}
+        self._siblings_by_value: dict[bytes, WorkloadEstimator] = {}
         self._stages: dict[StageKey, tuple[StageStates, ...]] = {}
         self._inputs: ShapeInputsMemo = {}
         self._unsharded: dict[tuple[StageKey, int | None], MemoryBreakdown] = {}
@@ -159,10 +176,13 @@ class WorkloadEstimator:
         Raises:
             InvalidSpecError: as :func:`estimate_memory`.
         """
-        if arch is not self.arch or workload is not self.workload:
+        if arch is not self.arch:
             return estimate_memory(
                 arch, workload, plan, capacity_bytes=capacity_bytes, overhead=self.overhead
             )
+        if workload is not self.workload:
+            sibling = self._sibling(workload)  # asked with its own (equal) workload object
+            return sibling(arch, sibling.workload, plan, capacity_bytes=capacity_bytes)
         match workload:
             case TrainingWorkload():
                 # training_breakdown's two phases, the first remembered per plan shape
@@ -189,6 +209,21 @@ class WorkloadEstimator:
                 return heaviest_serving_stage(
                     workload, plan, memories, capacity_bytes=capacity_bytes, overhead=self.overhead
                 )
+
+    def _sibling(self, workload: Workload) -> WorkloadEstimator:
+        """The estimator of ``workload`` on this architecture, made on first use; it shares
+        this one's shape-only parts (:class:`.parts.RememberedParts` keys every part by what
+        it depends on, the workload's inputs included)."""
+        found = self._siblings.get(id(workload))
+        if found is None:
+            value = msgspec.json.encode(workload)  # equal encodings: equal fields
+            sibling = self._siblings_by_value.get(value)
+            if sibling is None:
+                sibling = self._siblings_by_value[value] = WorkloadEstimator(
+                    self.arch, workload, overhead=self.overhead, parts=self._parts
+                )
+            found = self._siblings[id(workload)] = (workload, sibling)
+        return found[1]
 
     def _stage_states(
         self, workload: TrainingWorkload, plan: ParallelPlan
