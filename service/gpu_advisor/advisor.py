@@ -256,6 +256,20 @@ class Advisor:
         cached: RecommendationResponse | None = self._remembered(key)
         if cached is not None:
             return msgspec.structs.replace(cached, catalog=self._catalog_block(snapshot))
+        answer = self.plan_recommendation(request, snapshot, index)
+        self._remember(key, answer)
+        return answer
+
+    def plan_recommendation(
+        self, request: RecommendationRequest, snapshot: CatalogSnapshot, index: RecommendationIndex
+    ) -> RecommendationResponse:
+        """The answer of ``request`` against ``snapshot`` (planned, never from the answer
+        cache): the synchronous work of :meth:`recommend`, run with the cyclic collector
+        paused when the advisor is configured so.
+
+        Raises:
+            InvalidSpecError: as :meth:`recommend`.
+        """
         arch = resolve_model(request.model)
         check_workload(arch, request.workload)
         constraints = self._canonical_constraints(request.constraints)
@@ -281,9 +295,7 @@ class Advisor:
             suggestions=result.suggestions,
             candidates_considered=result.candidates_considered,
         )
-        answer = round_money(answer)
-        self._remember(key, answer)
-        return answer
+        return round_money(answer)
 
     async def estimate(self, request: EstimateRequest) -> EstimateResponse:
         """POST /v1/estimate: the per-GPU breakdown, fit, speed and GPU counts of a workload.

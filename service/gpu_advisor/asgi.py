@@ -39,27 +39,37 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 
 def build_advisor(
-    settings: Settings, observer: CatalogObserver | None = None
+    settings: Settings,
+    observer: CatalogObserver | None = None,
+    *,
+    advisor_class: type[Advisor] = Advisor,
 ) -> tuple[CatalogService, Advisor]:
     """The pricing catalog and the application service for ``settings``: the one wiring the
     HTTP app and the in-process CLI (``gpu-advisor check SPEC``) share, so both answer from
-    the same sources. The caller starts and closes the catalog."""
+    the same sources. The caller starts and closes the catalog. ``advisor_class``: an
+    :class:`Advisor` subclass to wire instead (``bench/http_offload_app.py``)."""
     catalog = CatalogService(settings.catalog_config(), observer=observer)
-    return catalog, Advisor(
+    return catalog, advisor_class(
         catalog,
         answer_cache_entries=settings.answer_cache_entries,
         pause_collector=settings.pause_collector,
     )
 
 
-def build(settings: Settings, environ: Mapping[str, str] | None = None) -> Litestar:
-    """Wire the application for ``settings``: logging, metrics, services, routes."""
+def build(
+    settings: Settings,
+    environ: Mapping[str, str] | None = None,
+    *,
+    advisor_class: type[Advisor] = Advisor,
+) -> Litestar:
+    """Wire the application for ``settings``: logging, metrics, services, routes
+    (``advisor_class``: as :func:`build_advisor`)."""
     environ = os.environ if environ is None else environ
     configure_logging(settings.log_level, settings.log_format)
     if settings.keep_heap and not keep_heap():
         get_logger("gpu_advisor.app").info("allocator.defaults", reason="no glibc mallopt")
     metrics = Metrics(multiprocess_mode=bool(environ.get(MULTIPROC_VARIABLE)))
-    catalog, advisor = build_advisor(settings, observer=metrics)
+    catalog, advisor = build_advisor(settings, observer=metrics, advisor_class=advisor_class)
     return create_app(
         settings,
         metrics=metrics,

@@ -18,7 +18,7 @@ from gpu_advisor.core.memory.engine import (
     forward_bytes_per_token,
     sampler_bytes,
     vllm_default_max_num_batched_tokens,
-    vllm_reservation,
+    vllm_kv_pool,
 )
 from gpu_advisor.core.results import ParallelPlan
 from gpu_advisor.core.spec import InferenceWorkload, TrainingWorkload
@@ -86,7 +86,7 @@ def test_requirement_is_never_the_reservation():
 
 
 def test_reservation_arithmetic():
-    r = vllm_reservation(
+    reserved_bytes, kv_pool_bytes = vllm_kv_pool(
         capacity_bytes=1000,
         gpu_memory_utilization=0.9,
         weights_bytes=500,
@@ -94,8 +94,8 @@ def test_reservation_arithmetic():
         non_torch_bytes=50,
         cuda_graph_bytes=25,
     )
-    assert r.reserved_bytes == 900
-    assert r.kv_pool_bytes == 900 - 500 - 100 - 50 - 25
+    assert reserved_bytes == 900
+    assert kv_pool_bytes == 900 - 500 - 100 - 50 - 25
 
 
 def test_default_token_budget_depends_on_the_gpu():

@@ -94,21 +94,6 @@ def sampler_bytes(sequences: int, vocab: int) -> int:
     return sequences * vocab * SAMPLER_BYTES_PER_LOGIT
 
 
-class EngineReservation(Struct, frozen=True, kw_only=True):
-    """What a vLLM-style engine reserves on one GPU and leaves for the KV cache (bytes).
-
-    ``kv_pool_bytes`` = reserved - weights - activation peak - non-torch - CUDA graphs; it is
-    negative when the weights and buffers alone exceed the reservation.
-    """
-
-    reserved_bytes: int
-    weights_bytes: int
-    activation_peak_bytes: int
-    non_torch_bytes: int
-    cuda_graph_bytes: int
-    kv_pool_bytes: int
-
-
 def vllm_kv_pool(
     *,
     capacity_bytes: int,
@@ -118,46 +103,18 @@ def vllm_kv_pool(
     non_torch_bytes: int = VLLM_NON_TORCH_BYTES,
     cuda_graph_bytes: int = VLLM_CUDA_GRAPH_BYTES,
 ) -> tuple[int, int]:
-    """(reserved, KV pool) bytes of :func:`vllm_reservation`, without the record: reserved =
-    utilization x capacity (rounded down), pool = reserved - weights - activations - non-torch
-    - CUDA graphs (negative when the rest exceeds the reservation)."""
-    reserved = int(capacity_bytes * gpu_memory_utilization)
-    pool = reserved - weights_bytes - activation_peak_bytes - non_torch_bytes - cuda_graph_bytes
-    return reserved, pool
-
-
-def vllm_reservation(
-    *,
-    capacity_bytes: int,
-    gpu_memory_utilization: float,
-    weights_bytes: int,
-    activation_peak_bytes: int,
-    non_torch_bytes: int = VLLM_NON_TORCH_BYTES,
-    cuda_graph_bytes: int = VLLM_CUDA_GRAPH_BYTES,
-) -> EngineReservation:
-    """vLLM's budget: KV pool = utilization x capacity - weights - activations - non-torch -
-    CUDA graphs (``determine_available_memory``).
+    """vLLM's budget on one GPU, as (reserved, KV pool) bytes: reserved = utilization x
+    capacity (rounded down), KV pool = reserved - weights - activation peak - non-torch - CUDA
+    graphs (``determine_available_memory``); the pool is negative when the rest exceeds the
+    reservation.
 
     Example (vllm#10517, RTX 3090, 23.58 GiB visible, utilization 0.90): 21.22 GiB reserved -
     14.99 weights - 2.99 activations - 0.35 non-torch = 2.89 GiB for KV (graphs not counted in
     that version).
     """
-    reserved, pool = vllm_kv_pool(
-        capacity_bytes=capacity_bytes,
-        gpu_memory_utilization=gpu_memory_utilization,
-        weights_bytes=weights_bytes,
-        activation_peak_bytes=activation_peak_bytes,
-        non_torch_bytes=non_torch_bytes,
-        cuda_graph_bytes=cuda_graph_bytes,
-    )
-    return EngineReservation(
-        reserved_bytes=reserved,
-        weights_bytes=weights_bytes,
-        activation_peak_bytes=activation_peak_bytes,
-        non_torch_bytes=non_torch_bytes,
-        cuda_graph_bytes=cuda_graph_bytes,
-        kv_pool_bytes=pool,
-    )
+    reserved = int(capacity_bytes * gpu_memory_utilization)
+    pool = reserved - weights_bytes - activation_peak_bytes - non_torch_bytes - cuda_graph_bytes
+    return reserved, pool
 
 
 def block_rounded_tokens(tokens: int, block_tokens: int = VLLM_BLOCK_TOKENS) -> int:

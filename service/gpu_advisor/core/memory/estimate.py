@@ -286,7 +286,7 @@ def at_capacity(
 
     Fills ``capacity_bytes`` and ``headroom_fraction``; for ``engine="vllm"`` also
     ``engine_reserved_bytes`` and ``kv_pool_bytes`` from the breakdown's weights, activation
-    peak, non-torch and CUDA-graph bytes (:func:`.engine.vllm_reservation`).
+    peak, non-torch and CUDA-graph bytes (:func:`.engine.vllm_kv_pool`).
 
     Raises:
         ValueError: ``capacity_bytes`` is not positive, or belongs to another capacity class

@@ -392,7 +392,7 @@ def engine_reservation(
     cuda_graph_bytes: int,
 ) -> tuple[int | None, int | None]:
     """(reserved, KV pool) bytes of a vLLM engine on a GPU exposing ``capacity_bytes``
-    (:func:`.engine.vllm_reservation`; a negative pool counts as 0); (None, None) for the
+    (:func:`.engine.vllm_kv_pool`; a negative pool counts as 0); (None, None) for the
     generic engine or without a capacity."""
     if workload.engine != "vllm" or not capacity_bytes:
         return None, None

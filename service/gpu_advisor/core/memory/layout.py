@@ -189,10 +189,6 @@ def heaviest_stage_candidates(arch: Architecture, pipeline_parallel: int) -> lis
     return stages
 
 
-def _overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
-    return max(0, min(a[1], b[1]) - max(a[0], b[0]))
-
-
 def _tp_divisor_elements(module: LinearModule, arch: Architecture, tp: int) -> tuple[int, int]:
     """(weight elements, output rows) of ONE copy of ``module`` on one TP rank."""
     weight = module.in_features * module.out_features
