@@ -3,6 +3,7 @@ the acceptance workloads of issue 2 on hand-built offers, with the arithmetic wr
 
 from __future__ import annotations
 
+import pytest
 from msgspec import structs
 
 from gpu_advisor.core.memory import estimate_memory
@@ -159,3 +160,39 @@ def test_an_aws_g5_a10g_offer_is_planned_with_the_bundled_gpu_table() -> None:
     [top] = result.recommendations
     assert top.offer.instance_type == "g5.xlarge"
     assert top.performance.tokens_per_second > 0
+
+
+def test_one_gpu_replicas_unless_the_objective_is_throughput_per_dollar() -> None:
+    # DESIGN "Serving": a model that fits one GPU is served one GPU per replica (latency); under
+    # cost_per_million_tokens the replica shape with the most output tokens per GPU paid for
+    # wins, and the rationale names what it was compared with. Llama-3.1-8B (16 GB of bf16
+    # weights) fits one H100; 64 sequences over one 8-GPU instance either way.
+    workload = InferenceWorkload(concurrency=64)
+    node = [make_offer("H100-SXM-80GB", 8, price=98.0)]
+    by_cost = recommend(LLAMA_8B, make_request(workload), node, GPUS, {}, estimate_memory)
+    by_token = recommend(
+        LLAMA_8B,
+        make_request(workload, objective="cost_per_million_tokens"),
+        node,
+        GPUS,
+        {},
+        estimate_memory,
+    )
+    latency, throughput = by_cost.recommendations[0], by_token.recommendations[0]
+    assert (latency.plan.tensor_parallel, latency.plan.data_parallel) == (1, 8)
+    assert "single_gpu_replica" in [r.code for r in latency.rationale]
+    # the same instance and price: more tokens per second is a lower cost per token
+    assert throughput.gpus == latency.gpus == 8
+    assert throughput.performance.tokens_per_second > latency.performance.tokens_per_second
+    assert throughput.cost.per_million_tokens_usd < latency.cost.per_million_tokens_usd
+    note = next(r for r in throughput.rationale if r.code == "tp_for_throughput")
+    replica = throughput.plan.tensor_parallel * throughput.plan.pipeline_parallel
+    assert note.data["replica_gpus"] == replica > 1
+    assert note.data["smallest_replica_gpus"] == 1
+    # the one-GPU figure it quotes is the deployment the latency objective chose
+    assert note.data["smallest_tokens_per_second_per_gpu"] == pytest.approx(
+        latency.performance.tokens_per_second / 8, rel=1e-9
+    )
+    assert note.data["tokens_per_second_per_gpu"] == pytest.approx(
+        throughput.performance.tokens_per_second / 8, rel=1e-9
+    )
