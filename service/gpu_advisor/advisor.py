@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -156,7 +157,70 @@ def default_variant_note(gpus: GpuCatalog, name: str, field: str) -> Reason | No
 
 
 ANSWER_CACHE_ENTRIES = 256
-"""Answers kept per process (a few MB: an answer is tens of KB)."""
+"""Answers kept per process (a few MB: an answer and its JSON body are tens of KB each)."""
+
+_JSON = msgspec.json.Encoder()
+
+AnswerT = TypeVar("AnswerT", RecommendationResponse, EstimateResponse, CheckResponse)
+
+
+class CachedAnswer(Generic[AnswerT]):
+    """One answer of the core and its JSON body, encoded once per catalog block.
+
+    The catalog block (version, per-source freshness, degraded flag) is the live part of an
+    answer: a repeated request gets the block of the moment. The body is re-encoded only when
+    that block's JSON differs from the one the kept body carries (a refresh, a source going
+    stale, the shared cache degrading), so a repeated request is served without encoding its
+    tens of KB again -- the largest share of a cache hit's cost (``bench/bench_edge.py``).
+    Mutated only on the event loop, between awaits.
+    """
+
+    __slots__ = ("_body_json", "_catalog_json", "answer")
+    answer: AnswerT
+    _catalog_json: bytes | None
+    _body_json: bytes | None
+
+    def __init__(self, answer: AnswerT) -> None:
+        self.answer = answer
+        self._catalog_json = None
+        self._body_json = None
+
+    def value(self, catalog: CatalogInfo | None) -> AnswerT:
+        """The answer carrying ``catalog`` (None: an answer without a catalog block)."""
+        answer = self.answer
+        if catalog is None or getattr(answer, "catalog", None) == catalog:
+            return answer
+        return msgspec.structs.replace(answer, catalog=catalog)
+
+    def json(self, catalog: CatalogInfo | None) -> bytes:
+        """The JSON body of :meth:`value` (``catalog`` as there); the same bytes as encoding
+        :meth:`value` with msgspec, as Litestar would."""
+        catalog_json = _JSON.encode(catalog) if catalog is not None else b""
+        if self._body_json is None or catalog_json != self._catalog_json:
+            self._body_json = _JSON.encode(self.value(catalog))
+            self._catalog_json = catalog_json
+        return self._body_json
+
+
+@dataclass(frozen=True, slots=True)
+class ServedAnswer(Generic[AnswerT]):
+    """An answer as the advisor serves it: the (possibly cached) answer of the core and the
+    live catalog block it is served with (None for answers without one: ``/v1/estimate``)."""
+
+    cached: CachedAnswer[AnswerT]
+    catalog: CatalogInfo | None
+
+    def value(self) -> AnswerT:
+        """The answer struct (what the CLI renders and the text table is built from)."""
+        return self.cached.value(self.catalog)
+
+    def json(self) -> bytes:
+        """The answer's JSON body (``application/json``), encoded at most once per catalog
+        block for a cached answer."""
+        return self.cached.json(self.catalog)
+
+
+CacheKey = tuple[str, str, bytes]
 
 
 class AnswerCache:
@@ -166,24 +230,27 @@ class AnswerCache:
     hash) gives the same answer, so a repeated request -- a CI pipeline re-checking the spec it
     committed, a dashboard polling -- is answered without planning again. Keys are the request's
     canonical JSON bytes plus the catalog version; a new catalog version misses by construction.
-    Least recently used entries are dropped first.
+    Least recently used entries are dropped first. Each entry keeps its JSON body
+    (:class:`CachedAnswer`).
     """
 
     def __init__(self, max_entries: int = ANSWER_CACHE_ENTRIES) -> None:
         self._max = max_entries
-        self._entries: OrderedDict[tuple[str, str, bytes], Any] = OrderedDict()
+        self._entries: OrderedDict[CacheKey, CachedAnswer[Any]] = OrderedDict()
 
-    def get(self, key: tuple[str, str, bytes]) -> Any | None:
+    def get(self, key: CacheKey) -> CachedAnswer[Any] | None:
         found = self._entries.get(key)
         if found is not None:
             self._entries.move_to_end(key)
         return found
 
-    def put(self, key: tuple[str, str, bytes], value: Any) -> None:
-        self._entries[key] = value
+    def put(self, key: CacheKey, answer: AnswerT) -> CachedAnswer[AnswerT]:
+        entry = CachedAnswer(answer)
+        self._entries[key] = entry
         self._entries.move_to_end(key)
         while len(self._entries) > self._max:
             self._entries.popitem(last=False)
+        return entry
 
 
 class Advisor:
@@ -232,12 +299,13 @@ class Advisor:
         # Freshness and the degraded flag are live: never served from the answer cache.
         return catalog_info(snapshot, degraded=self.catalog.cache_degraded)
 
-    def _remembered(self, key: tuple[str, str, bytes]) -> Any | None:
+    def _remembered(self, key: CacheKey) -> CachedAnswer[Any] | None:
         return self._answers.get(key) if self._answers is not None else None
 
-    def _remember(self, key: tuple[str, str, bytes], answer: Any) -> None:
+    def _remember(self, key: CacheKey, answer: AnswerT) -> CachedAnswer[AnswerT]:
         if self._answers is not None:
-            self._answers.put(key, answer)
+            return self._answers.put(key, answer)
+        return CachedAnswer(answer)
 
     def _canonical_constraints(self, constraints: Constraints) -> Constraints:
         gpu_types = resolve_gpu_names(self.gpus, constraints.gpu_types, "constraints.gpu_types")
@@ -251,14 +319,23 @@ class Advisor:
         Raises:
             InvalidSpecError: the model, workload or constraints cannot be answered (422).
         """
+        return (await self.serve_recommendation(request)).value()
+
+    async def serve_recommendation(
+        self, request: RecommendationRequest
+    ) -> ServedAnswer[RecommendationResponse]:
+        """:meth:`recommend`'s answer as served over HTTP (struct or JSON body).
+
+        Raises:
+            InvalidSpecError: as :meth:`recommend`.
+        """
         snapshot, index = await self._planner_index()
-        key = ("recommend", snapshot.version, msgspec.json.encode(request))
-        cached: RecommendationResponse | None = self._remembered(key)
-        if cached is not None:
-            return msgspec.structs.replace(cached, catalog=self._catalog_block(snapshot))
-        answer = self.plan_recommendation(request, snapshot, index)
-        self._remember(key, answer)
-        return answer
+        catalog = self._catalog_block(snapshot)
+        key = ("recommend", snapshot.version, _JSON.encode(request))
+        cached = self._remembered(key)
+        if cached is None:
+            cached = self._remember(key, self.plan_recommendation(request, snapshot, index))
+        return ServedAnswer(cached, catalog)
 
     def plan_recommendation(
         self, request: RecommendationRequest, snapshot: CatalogSnapshot, index: RecommendationIndex
@@ -303,11 +380,22 @@ class Advisor:
         Raises:
             InvalidSpecError: the model, workload, hardware or plan cannot be answered (422).
         """
+        return (await self.serve_estimate(request)).value()
+
+    async def serve_estimate(self, request: EstimateRequest) -> ServedAnswer[EstimateResponse]:
+        """:meth:`estimate`'s answer as served over HTTP (struct or JSON body).
+
+        Raises:
+            InvalidSpecError: as :meth:`estimate`.
+        """
         # An estimate depends on the request and the GPU table only, not on prices.
-        key = ("estimate", "", msgspec.json.encode(request))
-        cached: EstimateResponse | None = self._remembered(key)
-        if cached is not None:
-            return cached
+        key = ("estimate", "", _JSON.encode(request))
+        cached = self._remembered(key)
+        if cached is None:
+            cached = self._remember(key, self._plan_estimate(request))
+        return ServedAnswer(cached, None)
+
+    def _plan_estimate(self, request: EstimateRequest) -> EstimateResponse:
         arch = resolve_model(request.model)
         check_workload(arch, request.workload)
         gpu = (
@@ -321,9 +409,7 @@ class Advisor:
             note = default_variant_note(self.gpus, request.hardware.gpu, "hardware.gpu")
             if note is not None:
                 answer = msgspec.structs.replace(answer, notes=[note, *answer.notes])
-        answer = round_money(answer)
-        self._remember(key, answer)
-        return answer
+        return round_money(answer)
 
     async def check(self, request: CheckRequest) -> CheckResponse:
         """POST /v1/check: pass or fail of a workload on a target, check by check.
@@ -332,11 +418,29 @@ class Advisor:
             InvalidSpecError: the model, workload or target cannot be answered (422).
             NotFoundError: the target's provider or instance type is not in the catalog (404).
         """
+        return (await self.serve_check(request)).value()
+
+    async def serve_check(self, request: CheckRequest) -> ServedAnswer[CheckResponse]:
+        """:meth:`check`'s answer as served over HTTP (struct or JSON body).
+
+        Raises:
+            InvalidSpecError, NotFoundError: as :meth:`check`.
+        """
         snapshot, index = await self._planner_index()
-        key = ("check", snapshot.version, msgspec.json.encode(request))
-        cached: CheckResponse | None = self._remembered(key)
-        if cached is not None:
-            return msgspec.structs.replace(cached, catalog=self._catalog_block(snapshot))
+        catalog = self._catalog_block(snapshot)
+        key = ("check", snapshot.version, _JSON.encode(request))
+        cached = self._remembered(key)
+        if cached is None:
+            cached = self._remember(key, self._plan_check(request, snapshot, index, catalog))
+        return ServedAnswer(cached, catalog)
+
+    def _plan_check(
+        self,
+        request: CheckRequest,
+        snapshot: CatalogSnapshot,
+        index: RecommendationIndex,
+        catalog: CatalogInfo,
+    ) -> CheckResponse:
         arch = resolve_model(request.model)
         check_workload(arch, request.workload)
         target = resolve_target(request.target, snapshot.offers, self.gpus)
@@ -357,10 +461,8 @@ class Advisor:
             target=outcome.target,
             checks=outcome.checks,
             estimate=outcome.estimate,
-            catalog=self._catalog_block(snapshot),
+            catalog=catalog,
             alternative=outcome.alternative,
             suggestions=outcome.suggestions,
         )
-        answer = round_money(answer)
-        self._remember(key, answer)
-        return answer
+        return round_money(answer)

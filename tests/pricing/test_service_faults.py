@@ -4,11 +4,7 @@ second redis-server started (and killed) by the test."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import socket
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -18,6 +14,7 @@ from gpu_advisor.catalog.cache import RedisStore
 from gpu_advisor.catalog.config import CatalogConfig
 from gpu_advisor.catalog.service import CatalogService
 from gpu_advisor.core.offers import Offer
+from tests.redis_process import RedisProcess, free_port
 
 from .conftest import REDIS_URL, SKYPILOT_DIR, CountingServer
 
@@ -135,49 +132,6 @@ async def test_two_instances_refreshing_at_once_fetch_once(
         await b.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class RedisProcess:
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server")
-        assert binary is not None, "redis-server must be installed"
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.1).close()
-                return
-            except OSError:
-                time.sleep(0.02)
-        raise RuntimeError("redis-server did not start")
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(5)
-            self.proc = None
-
-
-@pytest.fixture
-def spare_redis() -> Iterator[RedisProcess]:
-    proc = RedisProcess(_free_port())
-    proc.start()
-    yield proc
-    proc.kill()
-
-
 async def test_redis_stopped_mid_run(
     skypilot_server: CountingServer, spare_redis: RedisProcess, tmp_path: Path
 ) -> None:
@@ -219,7 +173,7 @@ async def test_redis_stopped_mid_run(
 async def test_redis_unreachable_from_the_start_is_degraded_not_down() -> None:
     # Embedded sources only (the bundled snapshot never needs the cache to answer), and a
     # REDIS_URL where nothing listens: answers still come from memory, readiness says degraded.
-    url = f"redis://127.0.0.1:{_free_port()}/0"
+    url = f"redis://127.0.0.1:{free_port()}/0"
     service = CatalogService(
         CatalogConfig(sources=("bundled",), redis_url=url, redis_socket_timeout_seconds=0.2)
     )

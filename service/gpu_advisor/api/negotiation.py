@@ -8,18 +8,16 @@ the ``text/plain`` media type to the documented 200 answer, so the OpenAPI docum
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from litestar import Request, Response
 from litestar.enums import MediaType
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
 from litestar.openapi.spec.operation import Operation
 
-from gpu_advisor.render.report import Response as Answer
+from gpu_advisor.advisor import ServedAnswer
 from gpu_advisor.render.report import report_for
 from gpu_advisor.render.text import render_text
-
-T = TypeVar("T", bound=Answer)
 
 OFFERED: Final = [MediaType.JSON.value, MediaType.TEXT.value]
 """Media types the planning endpoints answer in, the default first."""
@@ -34,16 +32,18 @@ def wants_text(request: Request[Any, Any, Any]) -> bool:
     return request.accept.best_match(OFFERED, default=OFFERED[0]) == MediaType.TEXT.value
 
 
-def negotiated(request: Request[Any, Any, Any], answer: T) -> Response[T]:
-    """``answer`` as JSON, or as the text table when the client asks for ``text/plain``."""
+def negotiated(request: Request[Any, Any, Any], answer: ServedAnswer[Any]) -> Response[Any]:
+    """``answer`` as JSON, or as the text table when the client asks for ``text/plain``.
+
+    The JSON body comes from :meth:`ServedAnswer.json`: a repeated request's body is encoded
+    once, not per request (the same bytes Litestar's msgspec encoding of the struct gives)."""
     if wants_text(request):
-        text: Response[Any] = Response(
-            render_text(report_for(answer)),
+        return Response(
+            render_text(report_for(answer.value())),
             media_type=MediaType.TEXT,
             headers=VARY,
         )
-        return text
-    return Response(answer, headers=VARY)
+    return Response(answer.json(), media_type=MediaType.JSON, headers=VARY)
 
 
 @dataclass

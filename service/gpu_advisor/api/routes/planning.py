@@ -53,7 +53,7 @@ async def recommendations(
     and how long it takes; every other candidate grouped by the reason it was rejected."""
     advisor, metrics = planning_services(state)
     with metrics.time_compute("recommendations"):
-        answer = await advisor.recommend(data)
+        answer = await advisor.serve_recommendation(data)
     return negotiated(request, answer)
 
 
@@ -76,7 +76,7 @@ async def estimate(
     the plan, the speed and, for inference, the longest context and the largest concurrency."""
     advisor, metrics = planning_services(state)
     with metrics.time_compute("estimate"):
-        answer = await advisor.estimate(data)
+        answer = await advisor.serve_estimate(data)
     return negotiated(request, answer)
 
 
@@ -101,7 +101,7 @@ async def check(
     type is not in the catalog; 400/422 for a malformed request."""
     advisor, metrics = planning_services(state)
     with metrics.time_compute("check"):
-        answer = await advisor.check(data)
+        answer = await advisor.serve_check(data)
     return negotiated(request, answer)
 
 
