@@ -11,7 +11,7 @@ import asyncio
 
 from litestar import Litestar
 
-from gpu_advisor.advisor import Advisor
+from gpu_advisor.advisor import Advisor, CachedAnswer, ServedAnswer
 from gpu_advisor.asgi import build, load_settings
 from gpu_advisor.core.results import RecommendationResponse
 from gpu_advisor.core.spec import RecommendationRequest
@@ -22,9 +22,12 @@ class OffloadingAdvisor(Advisor):
     runs in a worker thread; the event loop only awaits it (the GIL still serialises the
     Python work). No answer cache: every request is planned."""
 
-    async def recommend(self, request: RecommendationRequest) -> RecommendationResponse:
+    async def serve_recommendation(
+        self, request: RecommendationRequest
+    ) -> ServedAnswer[RecommendationResponse]:
         snapshot, index = await self._planner_index()
-        return await asyncio.to_thread(self.plan_recommendation, request, snapshot, index)
+        answer = await asyncio.to_thread(self.plan_recommendation, request, snapshot, index)
+        return ServedAnswer(CachedAnswer(answer), answer.catalog)
 
 
 def create() -> Litestar:
