@@ -97,10 +97,30 @@ def _drop_color_message(_: WrappedLogger, __: str, event_dict: EventDict) -> Eve
     return event_dict
 
 
+class NamedWriteLogger(structlog.WriteLogger):
+    """structlog's ``WriteLogger`` (one rendered line per call, written and flushed under a
+    per-file lock) with the ``name`` that ``structlog.stdlib.add_logger_name`` reads, so the
+    service's lines carry ``"logger"`` as the standard library's do."""
+
+    def __init__(self, file: IO[str], name: str | None) -> None:
+        super().__init__(file)  # type: ignore[arg-type]
+        self.name = name
+
+
 def configure_logging(
     level: str = "info", fmt: str = "json", stream: IO[str] | None = None
 ) -> None:
     """Configure structlog and the standard library's root logger (process-wide, once).
+
+    Two paths write to the same stream with the same processors:
+
+    * the service's own loggers (:func:`get_logger`) are structlog-native: a filtering bound
+      logger (a call below ``level`` returns at once) writing rendered lines straight to
+      ``stream`` -- about half the cost of a line through the standard library's
+      ``LogRecord`` and handler machinery, which the access log pays on every request
+      (``bench/bench_edge.py``; structlog docs, "Performance");
+    * the libraries' standard library loggers go through a handler whose
+      ``ProcessorFormatter`` runs the same processors (``foreign_pre_chain``).
 
     Args:
         level: ``debug|info|warning|error|critical``.
@@ -108,11 +128,8 @@ def configure_logging(
         stream: where lines go; stdout by default (the container's log).
     """
     numeric_level = logging.getLevelNamesMapping()[level.upper()]
-    shared: list[Processor] = [
-        structlog.contextvars.merge_contextvars,
-        structlog.stdlib.add_log_level,
-        structlog.stdlib.add_logger_name,
-        structlog.stdlib.ExtraAdder(),
+    target = stream if stream is not None else sys.stdout
+    tail: list[Processor] = [
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         _drop_color_message,
         redact_secrets,
@@ -125,24 +142,34 @@ def configure_logging(
             colors=False, exception_formatter=structlog.dev.plain_traceback
         )
     else:
-        shared.append(JSON_TRACEBACKS)
+        tail.append(JSON_TRACEBACKS)
         renderer = structlog.processors.JSONRenderer()
 
     structlog.configure(
         processors=[
-            structlog.stdlib.filter_by_level,
-            *shared,
-            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.stdlib.add_logger_name,
+            *tail,
+            renderer,
         ],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
+        logger_factory=lambda name=None, *_: NamedWriteLogger(target, name),
+        wrapper_class=structlog.make_filtering_bound_logger(numeric_level),
+        # Not cached: a later configure_logging (tests switch streams and formats) must
+        # reach the module-level loggers too.
         cache_logger_on_first_use=False,
     )
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=shared,
+        foreign_pre_chain=[
+            structlog.contextvars.merge_contextvars,
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.stdlib.ExtraAdder(),
+            *tail,
+        ],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
     )
-    handler = logging.StreamHandler(stream if stream is not None else sys.stdout)
+    handler = logging.StreamHandler(target)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     for old in list(root.handlers):
@@ -159,5 +186,5 @@ def configure_logging(
 
 
 def get_logger(name: str) -> Any:
-    """A structlog logger bound to ``name`` (the module's ``__name__``)."""
-    return structlog.stdlib.get_logger(name)
+    """A structlog logger whose lines carry ``"logger": name`` (the module's ``__name__``)."""
+    return structlog.get_logger(name)
