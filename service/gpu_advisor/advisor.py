@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -22,7 +22,7 @@ from gpu_advisor.catalog.service import CatalogService, CatalogSnapshot
 from gpu_advisor.collector import collector_paused
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.check import CheckResponse, evaluate_check, resolve_target
-from gpu_advisor.core.errors import UnknownGpuError
+from gpu_advisor.core.errors import InvalidSpecError, UnknownGpuError
 from gpu_advisor.core.estimate import EstimateResponse, estimate
 from gpu_advisor.core.gpus import (
     GpuCatalog,
@@ -133,6 +133,26 @@ def resolve_gpu_names(gpus: GpuCatalog, names: list[str] | None, field: str) -> 
     for i, name in enumerate(names):
         ids.update(dict.fromkeys(gpu_filter_ids(gpus, name, f"{field}.{i}")))
     return list(ids)
+
+
+def check_provider_names(names: list[str] | None, known: Iterable[str], field: str) -> None:
+    """A provider filter may name only providers the service knows: those of the provider
+    table (billing facts, ``data/providers.csv`` or its override) or of an offer in the
+    catalog. Names compare case-insensitively, as the filter applies them. A typo would
+    otherwise exclude every offer of the provider meant, silently.
+
+    Raises:
+        InvalidSpecError: naming ``<field>.<index>`` and listing the known providers (422).
+    """
+    if names is None:
+        return
+    allowed = {name.lower() for name in known}
+    for i, name in enumerate(names):
+        if name.lower() not in allowed:
+            raise InvalidSpecError(
+                f"unknown provider {name!r}; known providers: {', '.join(sorted(allowed))}",
+                field=f"{field}.{i}",
+            )
 
 
 def default_variant_note(gpus: GpuCatalog, name: str, field: str) -> Reason | None:
@@ -307,7 +327,12 @@ class Advisor:
             return self._answers.put(key, answer)
         return CachedAnswer(answer)
 
-    def _canonical_constraints(self, constraints: Constraints) -> Constraints:
+    def _canonical_constraints(
+        self, constraints: Constraints, index: RecommendationIndex
+    ) -> Constraints:
+        check_provider_names(
+            constraints.providers, [*self.providers, *index.providers], "constraints.providers"
+        )
         gpu_types = resolve_gpu_names(self.gpus, constraints.gpu_types, "constraints.gpu_types")
         if gpu_types == constraints.gpu_types:
             return constraints
@@ -349,7 +374,7 @@ class Advisor:
         """
         arch = resolve_model(request.model)
         check_workload(arch, request.workload)
-        constraints = self._canonical_constraints(request.constraints)
+        constraints = self._canonical_constraints(request.constraints, index)
         if constraints is not request.constraints:
             request = msgspec.structs.replace(request, constraints=constraints)
         with collector_paused(self._pause_collector):

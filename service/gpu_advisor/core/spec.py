@@ -256,16 +256,36 @@ class HardwareSpec(_Request, frozen=True):
 
 
 class Constraints(_Request, frozen=True):
-    providers: list[Annotated[str, Meta(min_length=1, max_length=64)]] | None = None
-    regions: list[Annotated[str, Meta(min_length=1, max_length=64)]] | None = None
+    providers: (
+        Annotated[
+            list[Annotated[str, Meta(min_length=1, max_length=64)]],
+            Meta(
+                min_length=1,
+                description=(
+                    "Providers to allow (case-insensitive; omit the field for all). Each must "
+                    "be a provider of the provider table or of an offer in the catalog."
+                ),
+            ),
+        ]
+        | None
+    ) = None
+    regions: (
+        Annotated[
+            list[Annotated[str, Meta(min_length=1, max_length=64)]],
+            Meta(min_length=1, description="Regions to allow (omit the field for all)."),
+        ]
+        | None
+    ) = None
     gpu_types: (
         Annotated[
             list[Annotated[str, Meta(min_length=1, max_length=100)]],
             Meta(
+                min_length=1,
                 description=(
-                    "GPU ids or aliases to allow. A family name allows every variant (A100: "
-                    "SXM and PCIe, 40 and 80 GB); a form or size narrows it (A100-80GB, H100-NVL)."
-                )
+                    "GPU ids or aliases to allow (omit the field for all). A family name "
+                    "allows every variant (A100: SXM and PCIe, 40 and 80 GB); a form or size "
+                    "narrows it (A100-80GB, H100-NVL)."
+                ),
             ),
         ]
         | None
