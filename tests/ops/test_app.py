@@ -218,7 +218,10 @@ def test_logs_have_request_ids_and_no_secrets_or_bodies(log_stream: io.StringIO)
     assert errors[0]["request_id"] == "req-43"
     assert errors[0]["level"] == "error"
     assert "RuntimeError" in json.dumps(errors[0]["exception"])
-    assert all({"timestamp", "level", "event"} <= line.keys() for line in lines)
+    assert all({"timestamp", "level", "event", "logger"} <= line.keys() for line in lines)
+    # the service's own lines name their logger as the libraries' (stdlib) lines do
+    assert {a["logger"] for a in access} == {"gpu_advisor.access"}
+    assert errors[0]["logger"] == "gpu_advisor.app"
 
 
 def test_settings_are_logged_at_start_without_secrets(log_stream: io.StringIO) -> None:
