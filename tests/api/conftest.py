@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from litestar.testing import TestClient
@@ -25,3 +26,19 @@ def client(request: pytest.FixtureRequest) -> Iterator[TestClient]:  # type: ign
             ready = test_client.get("/readyz").json()
             assert ready["cache"] == {**ready["cache"], "backend": "redis", "degraded": False}
         yield test_client
+
+
+@pytest.fixture
+def planning_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the advisor's calls to the planner (``recommend``): one entry per call."""
+    import gpu_advisor.advisor as advisor_module
+
+    calls: list[int] = []
+    real = advisor_module.recommend
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(advisor_module, "recommend", counting)
+    return calls

@@ -10,7 +10,6 @@ from typing import Any
 import msgspec
 import pytest
 
-import gpu_advisor.advisor as advisor_module
 from gpu_advisor.advisor import Advisor, AnswerCache
 from gpu_advisor.catalog.config import CatalogConfig
 from gpu_advisor.catalog.service import CatalogService
@@ -36,15 +35,8 @@ def test_lru_drops_the_least_recently_used() -> None:
     assert [entries[k].answer for k in (a, c)] == [1, 3]
 
 
-async def test_repeated_request_is_planned_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[int] = []
-    real = advisor_module.recommend
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(advisor_module, "recommend", counting)
+async def test_repeated_request_is_planned_once(planning_calls: list[int]) -> None:
+    calls = planning_calls
     service = CatalogService(CatalogConfig(sources=("bundled",)))
     await service.start()
     try:
@@ -77,19 +69,12 @@ def _without_catalog(body: bytes) -> dict[str, Any]:
 
 
 async def test_a_cached_body_carries_the_live_catalog_block(
-    monkeypatch: pytest.MonkeyPatch, spare_redis: RedisProcess
+    planning_calls: list[int], spare_redis: RedisProcess
 ) -> None:
     # The body of a repeated request is kept encoded, but the catalog block is live: when
     # Redis goes away between two equal requests, the second answer (not planned again) says
     # the cache is degraded, and says so no more once Redis is back.
-    calls: list[int] = []
-    real = advisor_module.recommend
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(advisor_module, "recommend", counting)
+    calls = planning_calls
     service = CatalogService(
         CatalogConfig(
             sources=("bundled",), redis_url=spare_redis.url, redis_socket_timeout_seconds=0.2
@@ -123,7 +108,7 @@ async def test_a_cached_body_carries_the_live_catalog_block(
         await service.close()
 
 
-async def test_estimate_bodies_are_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_estimate_bodies_are_encoded_once() -> None:
     # An estimate has no catalog block: a repeated one is the very same bytes object, not a
     # second encoding; with the cache off, each request is estimated and encoded afresh.
     service = CatalogService(CatalogConfig(sources=("bundled",)))

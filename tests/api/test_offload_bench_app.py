@@ -5,12 +5,10 @@ request (its figures are read as "no answer cache")."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
 
-import gpu_advisor.advisor as advisor_module
 from gpu_advisor.advisor import Advisor
 from gpu_advisor.catalog.config import CatalogConfig
 from gpu_advisor.catalog.service import CatalogService
@@ -27,17 +25,10 @@ def anyio_backend() -> str:
 
 
 async def test_offloading_advisor_plans_every_request_like_the_service(
-    monkeypatch: pytest.MonkeyPatch,
+    planning_calls: list[int],
 ) -> None:
     offload = load_bench_script("http_offload_app")
-    calls: list[int] = []
-    real = advisor_module.recommend
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(advisor_module, "recommend", counting)
+    calls = planning_calls
     service = CatalogService(CatalogConfig(sources=("bundled",)))
     await service.start()
     try:
