@@ -13,6 +13,7 @@ from gpu_advisor.api.problems import EXCEPTION_HANDLERS
 from gpu_advisor.api.routes.catalog import CATALOG_ROUTES
 from gpu_advisor.catalog.config import CatalogConfig
 from gpu_advisor.catalog.service import CatalogService
+from tests.redis_process import RedisProcess
 
 pytestmark = pytest.mark.anyio
 GIB = 2**30
@@ -153,3 +154,30 @@ async def test_gpus(client: AsyncTestClient[Litestar]) -> None:
     h100 = next(g for g in body["gpus"] if g["id"] == "H100-SXM-80GB")
     assert h100["memory_bytes"] == 80 * GIB
     assert h100["memory_exposed_bytes"] == 81559 * 2**20
+
+
+async def test_offers_carry_the_live_degraded_flag(spare_redis: RedisProcess) -> None:
+    # The catalog block of /v1/offers says whether the shared cache is degraded now, as the
+    # planning answers' block does -- not as it was when the snapshot was taken.
+    service = CatalogService(
+        CatalogConfig(
+            sources=("bundled",), redis_url=spare_redis.url, redis_socket_timeout_seconds=0.2
+        )
+    )
+    await service.start()
+    app = Litestar(
+        route_handlers=CATALOG_ROUTES,
+        state=State({"catalog": service, "gpus": service.gpus}),
+        exception_handlers=EXCEPTION_HANDLERS,
+    )
+    try:
+        async with AsyncTestClient(app) as client:
+            before = (await client.get("/v1/offers", params={"limit": 1})).json()
+            assert before["catalog"]["degraded"] is False
+            spare_redis.kill()
+            assert (await service.health()).degraded is True
+            after = (await client.get("/v1/offers", params={"limit": 1})).json()
+            assert after["catalog"]["degraded"] is True
+            assert after["catalog"]["version"] == before["catalog"]["version"]
+    finally:
+        await service.close()

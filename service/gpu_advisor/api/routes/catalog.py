@@ -19,6 +19,7 @@ from litestar.exceptions import NotAuthorizedException, NotFoundException, Permi
 from litestar.params import Parameter
 from msgspec import Struct
 
+from gpu_advisor.advisor import catalog_info
 from gpu_advisor.api.problems import problem_responses
 from gpu_advisor.catalog.service import (
     CacheHealth,
@@ -30,7 +31,7 @@ from gpu_advisor.core.errors import InvalidSpecError, UnknownGpuError
 from gpu_advisor.core.gpus import GpuCatalog, GpuSpec, matching_variants
 from gpu_advisor.core.offer_query import OfferQuery, OfferSort, query_offers
 from gpu_advisor.core.offers import Offer
-from gpu_advisor.core.results import CatalogInfo, SourceFreshness
+from gpu_advisor.core.results import CatalogInfo
 
 MAX_LIMIT = 1000
 
@@ -60,18 +61,6 @@ class GpuList(Struct, frozen=True, kw_only=True):
 
     gpus: list[GpuSpec]
     as_of: str
-
-
-def catalog_info(snapshot_version: str, sources: list[SourceStatus], degraded: bool) -> CatalogInfo:
-    """The catalog block every answer carries (version, per-source freshness)."""
-    return CatalogInfo(
-        version=snapshot_version,
-        sources=[
-            SourceFreshness(name=s.name, fetched_at=s.fetched_at, stale=s.stale, offers=s.offers)
-            for s in sources
-        ],
-        degraded=degraded,
-    )
 
 
 def _service(state: State) -> CatalogService:
@@ -169,7 +158,7 @@ async def list_offers(
         total=total,
         limit=limit,
         offset=offset,
-        catalog=catalog_info(snapshot.version, list(snapshot.sources), snapshot.degraded),
+        catalog=catalog_info(snapshot, degraded=service.cache_degraded),
     )
 
 
