@@ -11,6 +11,7 @@ floats.
 from __future__ import annotations
 
 import asyncio
+import difflib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -135,24 +136,38 @@ def resolve_gpu_names(gpus: GpuCatalog, names: list[str] | None, field: str) -> 
     return list(ids)
 
 
-def check_provider_names(names: list[str] | None, known: Iterable[str], field: str) -> None:
-    """A provider filter may name only providers the service knows: those of the provider
-    table (billing facts, ``data/providers.csv`` or its override) or of an offer in the
-    catalog. Names compare case-insensitively, as the filter applies them. A typo would
-    otherwise exclude every offer of the provider meant, silently.
+def check_filter_names(
+    names: list[str] | None, known: Iterable[str], field: str, *, kind: str, list_known: bool
+) -> None:
+    """A name filter (``constraints.providers``, ``constraints.regions``) may name only values
+    that can select something; names compare case-insensitively, as the filter applies them.
+    A typo would otherwise exclude every offer of the value meant, silently.
+
+    Args:
+        names: the filter as sent (None: no filter).
+        known: the values that can be named.
+        field: the filter's dotted path, for the error.
+        kind: what a value is (``provider``), for the message.
+        list_known: list every known value in the message (a short list); else only the
+            closest ones (:func:`difflib.get_close_matches`).
 
     Raises:
-        InvalidSpecError: naming ``<field>.<index>`` and listing the known providers (422).
+        InvalidSpecError: naming ``<field>.<index>`` of the first unknown value (422).
     """
     if names is None:
         return
-    allowed = {name.lower() for name in known}
+    allowed = sorted({name.lower() for name in known})
+    allowed_set = set(allowed)
     for i, name in enumerate(names):
-        if name.lower() not in allowed:
-            raise InvalidSpecError(
-                f"unknown provider {name!r}; known providers: {', '.join(sorted(allowed))}",
-                field=f"{field}.{i}",
-            )
+        if name.lower() in allowed_set:
+            continue
+        close = difflib.get_close_matches(name.lower(), allowed, n=3)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        if list_known:
+            listing = f"; known {kind}s: {', '.join(allowed)}"
+        else:
+            listing = f"; no offer in the catalog is in this {kind}"
+        raise InvalidSpecError(f"unknown {kind} {name!r}{listing}{hint}", field=f"{field}.{i}")
 
 
 def default_variant_note(gpus: GpuCatalog, name: str, field: str) -> Reason | None:
@@ -330,8 +345,21 @@ class Advisor:
     def _canonical_constraints(
         self, constraints: Constraints, index: RecommendationIndex
     ) -> Constraints:
-        check_provider_names(
-            constraints.providers, [*self.providers, *index.providers], "constraints.providers"
+        # Providers: the provider table's (billing facts) or an offer's; regions: an offer's
+        # (the catalog is the only list of regions there is).
+        check_filter_names(
+            constraints.providers,
+            [*self.providers, *index.providers],
+            "constraints.providers",
+            kind="provider",
+            list_known=True,
+        )
+        check_filter_names(
+            constraints.regions,
+            index.regions,
+            "constraints.regions",
+            kind="region",
+            list_known=False,
         )
         gpu_types = resolve_gpu_names(self.gpus, constraints.gpu_types, "constraints.gpu_types")
         if gpu_types == constraints.gpu_types:

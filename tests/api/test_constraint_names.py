@@ -92,3 +92,23 @@ async def test_a_provider_of_the_catalog_is_known_without_a_provider_table_row()
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_an_unknown_region_is_a_422_with_the_closest_regions(client: TestClient) -> None:  # type: ignore[type-arg]
+    # "us-east1" is GCP's spelling; AWS's is "us-east-1". The catalog holds both, so a region
+    # is unknown only when no offer at all is in it.
+    problem = _problem(_post(client, {"regions": ["us-east-1", "us-eest-1"]}), 422)
+    [error] = problem["errors"]
+    assert error["field"] == "constraints.regions.1"
+    assert "'us-eest-1'" in error["message"]
+    suggested = error["message"].rpartition("did you mean ")[2].rstrip("?").split(" or ")
+    assert "us-east-1" in suggested
+    response = _post(client, {"regions": ["US-EAST-1"]})
+    assert response.status_code == 200, response.text
+    regions = {r["offer"]["region"] for r in response.json()["recommendations"]}
+    assert regions == {"us-east-1"}
+
+
+def test_a_misspelt_provider_gets_the_closest_name(client: TestClient) -> None:  # type: ignore[type-arg]
+    [error] = _problem(_post(client, {"providers": ["lamdba"]}), 422)["errors"]
+    assert error["message"].endswith("did you mean lambda?")

@@ -272,7 +272,13 @@ class Constraints(_Request, frozen=True):
     regions: (
         Annotated[
             list[Annotated[str, Meta(min_length=1, max_length=64)]],
-            Meta(min_length=1, description="Regions to allow (omit the field for all)."),
+            Meta(
+                min_length=1,
+                description=(
+                    "Regions to allow (case-insensitive; omit the field for all). Each must be "
+                    "the region of an offer in the catalog."
+                ),
+            ),
         ]
         | None
     ) = None
