@@ -39,6 +39,7 @@ _LIBRARY_LOGGERS: Final = (
     "_granian",
     "granian.access",
     "litestar",
+    "py.warnings",
 )
 
 
@@ -192,6 +193,9 @@ def configure_logging(
         library_logger = logging.getLogger(name)
         library_logger.handlers.clear()
         library_logger.propagate = True
+    # Warnings (numpy's RuntimeWarning, a library's DeprecationWarning) go to the
+    # "py.warnings" logger and so out as log lines of the same shape, not as raw stderr text.
+    logging.captureWarnings(True)
     # The access log is ours (with the request id); the servers' own would duplicate it.
     logging.getLogger("uvicorn.access").disabled = True
     logging.getLogger("granian.access").disabled = True

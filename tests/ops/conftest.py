@@ -33,4 +33,5 @@ def log_stream() -> Iterator[io.StringIO]:
         root.setLevel(saved_level)
         for name, disabled in saved_disabled.items():
             logging.getLogger(name).disabled = disabled
+        logging.captureWarnings(False)
         structlog.reset_defaults()

@@ -5,9 +5,11 @@ from __future__ import annotations
 import io
 import json
 import re
+import warnings
 from typing import Any
 
 import msgspec
+import numpy as np
 import pytest
 from litestar import Request, get, post
 from litestar.di import NamedDependency
@@ -269,3 +271,15 @@ def test_unexpected_exception_logs_no_locals_headers_or_body(
     assert "explode" in text  # ...with its frames
     for secret in (bearer, cookie, body_marker):
         assert secret not in text, secret
+
+
+def test_warnings_are_log_lines_of_the_same_shape(log_stream: io.StringIO) -> None:
+    # A numpy overflow (or any Python warning) must not print raw text between the JSON
+    # lines: it is one JSON line from the "py.warnings" logger.
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        np.multiply(np.float64(1e308), 10.0)
+    [line] = [entry for entry in log_lines(log_stream) if entry["logger"] == "py.warnings"]
+    assert line["level"] == "warning"
+    assert "RuntimeWarning: overflow encountered in multiply" in line["event"]
+    assert log_stream.getvalue().count("\n") == len(log_lines(log_stream))
