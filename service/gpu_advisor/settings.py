@@ -46,6 +46,35 @@ class SettingsError(Exception):
         self.message = message
 
 
+def _check_redis_url(url: str) -> None:
+    """What redis-py's ``from_url`` would reject at the first connection -- or, for a database
+    that is not a number, silently replace with database 0 (``redis.connection.parse_url``
+    ignores it) -- as a settings error at start. Messages never quote the URL (it may hold a
+    password).
+
+    Raises:
+        SettingsError: naming REDIS_URL.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in _REDIS_SCHEMES:
+        raise SettingsError(
+            "REDIS_URL", "must start with redis://, rediss:// or unix:// (or be unset)"
+        )
+    if parts.scheme == "unix":
+        return
+    if not parts.hostname:
+        raise SettingsError("REDIS_URL", "must name a host (redis://host:6379/0)")
+    try:
+        parts.port  # noqa: B018 -- urllib parses (and range-checks) the port on access
+    except ValueError:
+        raise SettingsError("REDIS_URL", "port must be a number from 1 to 65535") from None
+    database = parts.path.strip("/")
+    if database and not database.isdigit():
+        raise SettingsError(
+            "REDIS_URL", "database (the path) must be a number, as in redis://host:6379/0"
+        )
+
+
 class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Everything the process is configured with. Defaults are the embedded mode: bundled
     catalog, in-process cache, JSON logs, no admin token (refresh disabled), CORS off.
@@ -110,10 +139,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
         Raises:
             SettingsError: naming the variable to fix.
         """
-        if self.redis_url is not None and urlsplit(self.redis_url).scheme not in _REDIS_SCHEMES:
-            raise SettingsError(
-                "REDIS_URL", "must start with redis://, rediss:// or unix:// (or be unset)"
-            )
+        if self.redis_url is not None:
+            _check_redis_url(self.redis_url)
         if len(set(self.sources)) != len(self.sources):
             raise SettingsError(_env("sources"), "lists a source more than once")
         if not self.sources:

@@ -85,6 +85,10 @@ def test_empty_values_take_the_default() -> None:
         ("GPU_ADVISOR_LOG_LEVEL", "verbose"),
         ("GPU_ADVISOR_LOG_FORMAT", "xml"),
         ("REDIS_URL", "http://redis:6379"),
+        ("REDIS_URL", "redis://127.0.0.1:notaport/0"),
+        ("REDIS_URL", "redis://127.0.0.1:99999/0"),
+        ("REDIS_URL", "redis://127.0.0.1:6379/abc"),
+        ("REDIS_URL", "redis:///0"),
         ("GPU_ADVISOR_SOURCES", "bundled,aws"),
         ("GPU_ADVISOR_SOURCES", "bundled,bundled"),
         ("GPU_ADVISOR_SOURCES", ","),
@@ -118,10 +122,29 @@ def test_table_source_needs_the_table_path() -> None:
     assert "GPU_ADVISOR_SOURCES" in info.value.message
 
 
-def test_secrets_are_not_echoed_in_errors_or_repr() -> None:
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://user:hunter2-password@redis",
+        "redis://user:hunter2-password@redis:port/0",
+        "redis://user:hunter2-password@redis:6379/zero",
+    ],
+)
+def test_a_redis_url_error_does_not_echo_the_password(url: str) -> None:
     with pytest.raises(SettingsError) as info:
-        Settings.from_env({"REDIS_URL": "http://user:hunter2-password@redis"})
+        Settings.from_env({"REDIS_URL": url})
     assert "hunter2" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["redis://r", "redis://r:6380", "redis://:pw@r:6379/", "rediss://r:6379/15", "unix:///s.sock"],
+)
+def test_valid_redis_urls_are_accepted(url: str) -> None:
+    assert Settings.from_env({"REDIS_URL": url}).redis_url == url
+
+
+def test_secrets_are_not_echoed_in_errors_or_repr() -> None:
     settings = Settings.from_env(
         {"GPU_ADVISOR_ADMIN_TOKEN": TOKEN, "REDIS_URL": "redis://app:hunter2-password@r:6379/0"}
     )
