@@ -92,7 +92,21 @@ def test_recommendations_as_text(client: TestClient) -> None:  # type: ignore[ty
     assert _squeezed(ranked[0][1]) == _squeezed(name)  # long names fold inside the cell
 
 
-@pytest.mark.parametrize("accept", [None, "*/*", "application/json", "text/html"])
+@pytest.mark.parametrize(
+    "accept",
+    [
+        None,
+        "*/*",
+        "application/json",
+        "text/html",
+        "text/plain, application/json",  # a tie: JSON
+        "text",  # not a media range
+        # q=0 is "not acceptable" (RFC 9110 section 12.5.1), not "least preferred"
+        "text/plain;q=0",
+        "text/plain;q=0, */*",
+        "application/json;q=0, text/plain;q=0",
+    ],
+)
 def test_json_stays_the_default(client: TestClient, accept: str | None) -> None:  # type: ignore[type-arg]
     headers = {"Accept": accept} if accept else {}
     response = client.post("/v1/estimate", json=ESTIMATE, headers=headers)
@@ -107,6 +121,10 @@ def test_quality_values_pick_the_preferred_type(client: TestClient) -> None:  # 
     headers = {"Accept": "text/plain;q=0.2, application/json"}
     response = client.post("/v1/estimate", json=ESTIMATE, headers=headers)
     assert response.headers["content-type"].startswith("application/json")
+    # the most specific range gives a type its quality: JSON refused, text/* allowed
+    for accept in ("application/json;q=0, */*", "*/*;q=0, text/plain", "text/*;q=0.5"):
+        response = client.post("/v1/estimate", json=ESTIMATE, headers={"Accept": accept})
+        assert response.headers["content-type"].startswith("text/plain"), accept
 
 
 def test_openapi_lists_both_media_types(client: TestClient) -> None:  # type: ignore[type-arg]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+import mimeparse  # type: ignore[import-untyped]
 from litestar import Request, Response
 from litestar.enums import MediaType
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
@@ -19,17 +20,24 @@ from gpu_advisor.advisor import ServedAnswer
 from gpu_advisor.render.report import report_for
 from gpu_advisor.render.text import render_text
 
-OFFERED: Final = [MediaType.JSON.value, MediaType.TEXT.value]
-"""Media types the planning endpoints answer in, the default first."""
 VARY: Final = {"Vary": "Accept"}
 
 
 def wants_text(request: Request[Any, Any, Any]) -> bool:
-    """True when the client prefers ``text/plain`` over JSON (q-values and wildcards as in
-    RFC 9110 section 12.5.1; no or unmatched ``Accept``: JSON)."""
-    if not request.headers.get("accept"):
+    """True when the client prefers ``text/plain`` over JSON: the offered type with the higher
+    quality wins, each taking the quality of the most specific media range that matches it,
+    and ``q=0`` means "not acceptable" (RFC 9110 section 12.5.1; python-mimeparse's
+    ``best_match``). JSON wins ties and is the answer when the header is absent, unparsable or
+    refuses both (the API does not answer 406)."""
+    accept = request.headers.get("accept")
+    if not accept:
         return False
-    return request.accept.best_match(OFFERED, default=OFFERED[0]) == MediaType.TEXT.value
+    try:
+        # in increasing order of preference: JSON wins a tie
+        chosen: str = mimeparse.best_match([MediaType.TEXT.value, MediaType.JSON.value], accept)
+    except ValueError:  # a media range without a slash ("Accept: text")
+        return False
+    return chosen == MediaType.TEXT.value
 
 
 def negotiated(request: Request[Any, Any, Any], answer: ServedAnswer[Any]) -> Response[Any]:
