@@ -23,7 +23,7 @@ from gpu_advisor.api.routes.planning import PLANNING_ROUTES
 from gpu_advisor.catalog.service import CatalogService
 from gpu_advisor.logs import configure_logging, get_logger
 from gpu_advisor.metrics import Metrics
-from gpu_advisor.observer import CatalogObserver
+from gpu_advisor.observer import CatalogObserver, LoggingCatalogObserver
 from gpu_advisor.settings import Settings, SettingsError
 
 MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
@@ -69,7 +69,11 @@ def build(
     if settings.keep_heap and not keep_heap():
         get_logger("gpu_advisor.app").info("allocator.defaults", reason="no glibc mallopt")
     metrics = Metrics(multiprocess_mode=bool(environ.get(MULTIPROC_VARIABLE)))
-    catalog, advisor = build_advisor(settings, observer=metrics, advisor_class=advisor_class)
+    catalog, advisor = build_advisor(
+        settings,
+        observer=LoggingCatalogObserver(metrics, get_logger("gpu_advisor.catalog")),
+        advisor_class=advisor_class,
+    )
     return create_app(
         settings,
         metrics=metrics,

@@ -181,8 +181,8 @@ class Metrics:
         """Add ``count`` dropped rows of ``source`` under ``reason``."""
         self._dropped.labels(source, reason).inc(count)
 
-    def refresh_failed(self, source: str) -> None:
-        """Count one failed refresh of ``source``."""
+    def refresh_failed(self, source: str, reason: str) -> None:
+        """Count one failed refresh of ``source`` (the reason goes to the log, not a label)."""
         self._refresh_failures.labels(source).inc()
 
     def cache_hit(self, layer: str) -> None:
@@ -196,6 +196,10 @@ class Metrics:
     def cache_error(self, layer: str) -> None:
         """Count a failed cache operation in ``layer``."""
         self._cache.labels(layer, "error").inc()
+
+    def cache_degraded(self, layer: str, error: str | None) -> None:
+        """Nothing to count: ``/readyz`` and the answers' catalog block show the state, and
+        ``cache_error`` counts the failed calls."""
 
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition for ``GET /metrics`` and its content type.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 
 class CatalogObserver(Protocol):
@@ -23,8 +23,8 @@ class CatalogObserver(Protocol):
     def rows_dropped(self, source: str, reason: str, count: int) -> None:
         """``count`` rows of ``source`` were dropped for ``reason`` (a reason code)."""
 
-    def refresh_failed(self, source: str) -> None:
-        """A refresh of ``source`` failed (the last good copy keeps serving)."""
+    def refresh_failed(self, source: str, reason: str) -> None:
+        """A refresh of ``source`` failed for ``reason`` (the last good copy keeps serving)."""
 
     def cache_hit(self, layer: str) -> None:
         """A cache read found a value. ``layer``: ``memory`` or ``redis``."""
@@ -34,6 +34,10 @@ class CatalogObserver(Protocol):
 
     def cache_error(self, layer: str) -> None:
         """A cache operation failed (Redis unreachable, timeout, corrupt entry)."""
+
+    def cache_degraded(self, layer: str, error: str | None) -> None:
+        """The shared cache ``layer`` became unreachable (``error``: why), or reachable again
+        (``error`` None). Called on each change of state, not on every failed call."""
 
 
 class ComputeObserver(Protocol):
@@ -56,7 +60,7 @@ class NullObserver:
     def rows_dropped(self, source: str, reason: str, count: int) -> None:
         """Discard."""
 
-    def refresh_failed(self, source: str) -> None:
+    def refresh_failed(self, source: str, reason: str) -> None:
         """Discard."""
 
     def cache_hit(self, layer: str) -> None:
@@ -66,6 +70,9 @@ class NullObserver:
         """Discard."""
 
     def cache_error(self, layer: str) -> None:
+        """Discard."""
+
+    def cache_degraded(self, layer: str, error: str | None) -> None:
         """Discard."""
 
     def observe_compute(self, endpoint: str, seconds: float) -> None:
@@ -78,3 +85,50 @@ class NullObserver:
 
 
 NULL_OBSERVER: Final = NullObserver()
+
+
+class LoggingCatalogObserver:
+    """A :class:`CatalogObserver` that forwards every event to ``inner`` (the metrics) and
+    also writes the events an operator must see in the log: a source's refresh failing
+    (warning, with the reason) and the shared cache going away or coming back (warning /
+    info). The service wires it; the CLI keeps :data:`NULL_OBSERVER`, so its output has no
+    log lines."""
+
+    def __init__(self, inner: CatalogObserver, log: Any) -> None:
+        self._inner = inner
+        self._log = log
+
+    def catalog_loaded(self, source: str, *, fetched_at_unix_s: float, offer_count: int) -> None:
+        """Forward."""
+        self._inner.catalog_loaded(
+            source, fetched_at_unix_s=fetched_at_unix_s, offer_count=offer_count
+        )
+
+    def rows_dropped(self, source: str, reason: str, count: int) -> None:
+        """Forward."""
+        self._inner.rows_dropped(source, reason, count)
+
+    def refresh_failed(self, source: str, reason: str) -> None:
+        """Forward and log a warning."""
+        self._inner.refresh_failed(source, reason)
+        self._log.warning("catalog.refresh_failed", source=source, reason=reason)
+
+    def cache_hit(self, layer: str) -> None:
+        """Forward."""
+        self._inner.cache_hit(layer)
+
+    def cache_miss(self, layer: str) -> None:
+        """Forward."""
+        self._inner.cache_miss(layer)
+
+    def cache_error(self, layer: str) -> None:
+        """Forward."""
+        self._inner.cache_error(layer)
+
+    def cache_degraded(self, layer: str, error: str | None) -> None:
+        """Forward and log: a warning when the cache goes away, info when it is back."""
+        self._inner.cache_degraded(layer, error)
+        if error is None:
+            self._log.info("cache.recovered", backend=layer)
+        else:
+            self._log.warning("cache.degraded", backend=layer, error=error, serving="from memory")

@@ -38,7 +38,7 @@ def test_metrics_expose_http_and_service_series_after_a_few_requests() -> None:
             pass
         metrics.catalog_loaded("skypilot", fetched_at_unix_s=now - 600, offer_count=1234)
         metrics.rows_dropped("skypilot", "price_not_positive", 7)
-        metrics.refresh_failed("gpuhunt")
+        metrics.refresh_failed("gpuhunt", "http 503")
         metrics.cache_hit("redis")
         metrics.cache_hit("redis")
         metrics.cache_miss("memory")

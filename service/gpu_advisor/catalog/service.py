@@ -338,9 +338,12 @@ class CatalogService:
         return f"{self.config.key_prefix}:lock:refresh:{name}"
 
     def _set_degraded(self, error: str | None) -> None:
-        self._degraded = error is not None
-        if error is not None:
+        degraded = error is not None
+        if degraded:
             self._store_error = error
+        if degraded != self._degraded:
+            self._degraded = degraded
+            self._observer.cache_degraded(self._backend, error)
 
     async def _store_call(self, coro: object) -> object:
         try:
@@ -545,7 +548,7 @@ class CatalogService:
         local = self._local.setdefault(name, _Local(entry=self._empty(name)))
         local.last_error = reason
         local.last_error_at = self._clock()
-        self._observer.refresh_failed(name)
+        self._observer.refresh_failed(name, reason)
         return f"error:{reason}"
 
     async def _revalidate(self) -> None:
