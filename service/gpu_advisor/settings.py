@@ -26,6 +26,8 @@ Server = Literal["uvicorn", "granian"]
 SOURCES: Final[tuple[str, ...]] = ("bundled", "skypilot", "gpuhunt", "table")
 PREFIX: Final = "GPU_ADVISOR_"
 
+# Names whose case carries nothing (LOG_LEVEL=DEBUG is the common spelling).
+_CASE_INSENSITIVE: Final = frozenset({"log_level", "log_format", "server"})
 _REDIS_SCHEMES: Final = frozenset({"redis", "rediss", "unix"})
 _ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?$")
 _SECRET_MASK: Final = "***"
@@ -124,6 +126,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
         raw: dict[str, Any] = {}
         for variable in VARIABLES:
             value = environ.get(variable.name, "").strip()
+            if variable.field in _CASE_INSENSITIVE:
+                value = value.lower()
             if value:
                 raw[variable.field] = _split(value) if variable.is_list else value
         try:

@@ -44,6 +44,7 @@ def _post_text(client: TestClient, path: str, body: dict[str, Any]) -> str:  # t
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain")
     assert response.headers["vary"] == "Accept"
+    assert response.headers["cache-control"] == "no-store"  # live prices, as the JSON
     text = response.text
     assert "\x1b[" not in text  # no colour codes
     assert all(len(line) <= 120 for line in text.splitlines())

@@ -175,3 +175,18 @@ def test_catalog_config_carries_sources_urls_ttls_and_redis() -> None:
     assert config.redis_url == "redis://r:6379/0"
     assert config.admin_token == TOKEN
     assert config.http_read_timeout_seconds == 20.0  # GPU_ADVISOR_SOURCE_TIMEOUT_SECONDS
+
+
+def test_level_format_and_server_names_ignore_case() -> None:
+    settings = Settings.from_env(
+        {
+            "GPU_ADVISOR_LOG_LEVEL": "DEBUG",
+            "GPU_ADVISOR_LOG_FORMAT": "Console",
+            "GPU_ADVISOR_SERVER": "Uvicorn",
+        }
+    )
+    assert (settings.log_level, settings.log_format, settings.server) == (
+        "debug",
+        "console",
+        "uvicorn",
+    )

@@ -27,7 +27,7 @@ REQUEST_ID_HEADER: Final = "x-request-id"
 _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 # Every response (OWASP Secure Headers Project, "Best practices" for APIs): no MIME sniffing,
-# never framed, no referrer leaks. API JSON is not cacheable (answers depend on live prices).
+# never framed, no referrer leaks. API answers are not cacheable (they depend on live prices).
 SECURITY_HEADERS: Final[tuple[tuple[bytes, bytes], ...]] = (
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
@@ -38,7 +38,8 @@ SECURITY_HEADERS: Final[tuple[tuple[bytes, bytes], ...]] = (
 # styles, so they only get the framing rule.
 CSP_API: Final = b"default-src 'none'; frame-ancestors 'none'"
 CSP_DOCS: Final = b"frame-ancestors 'none'"
-_JSON_TYPES: Final = (b"application/json", b"application/problem+json")
+# Answers and problems depend on live prices, as do their text tables: never cached.
+_NO_STORE_TYPES: Final = (b"application/json", b"application/problem+json", b"text/plain")
 # Probes and scrapes are logged at debug level: every few seconds per pod otherwise.
 _QUIET_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 
@@ -90,7 +91,7 @@ class RequestContextMiddleware:
                 if b"content-security-policy" not in present:
                     extra.append((b"content-security-policy", CSP_DOCS if is_docs else CSP_API))
                 content_type = next((v for n, v in headers if n.lower() == b"content-type"), b"")
-                if b"cache-control" not in present and content_type.startswith(_JSON_TYPES):
+                if b"cache-control" not in present and content_type.startswith(_NO_STORE_TYPES):
                     extra.append((b"cache-control", b"no-store"))
                 extra.append((REQUEST_ID_HEADER.encode(), request_id.encode()))
                 message = {**message, "headers": headers + extra}
