@@ -236,7 +236,10 @@ def estimate_report(response: EstimateResponse) -> Report:
         )
         lines.append(f"Speed: {speed_text(response.performance)}")
     if response.kv_cache_bytes_per_token is not None:
-        lines.append(f"KV cache per token: {response.kv_cache_bytes_per_token:,} bytes")
+        lines.append(
+            "KV cache per token, whole model (before the tensor-parallel split): "
+            f"{response.kv_cache_bytes_per_token:,} bytes"
+        )
     if response.max_context_length is not None:
         lines.append(f"Longest context at this concurrency: {response.max_context_length:,}")
     if response.max_concurrency is not None:
