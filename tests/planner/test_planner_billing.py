@@ -237,3 +237,22 @@ def test_summary_is_a_field_and_rationale_lists_the_reasons() -> None:
     assert "summary" not in [r.code for r in rec.rationale]
     assert rec.rationale[0].code == "plan"
     assert rec.summary == "; ".join(r.text for r in rec.rationale)
+
+
+def test_region_names_with_commas_are_listed_unambiguously() -> None:
+    # vast.ai's regions read "Texas, US, NA": joined with ", " two of them would read as six.
+    offers = [
+        make_offer(gpu_count=1, provider="a", region=region, price=4.0)
+        for region in ("Texas, US, NA", "Quebec, CA, NA")
+    ]
+    result = recommend(
+        ARCH,
+        make_request(job(60), regions=["California, US, NA"]),
+        offers,
+        GPUS,
+        providers(),
+        toy_estimate,
+    )
+    [group] = result.rejected
+    assert group.code == "region_excluded"
+    assert sorted(group.data["region"].split("; ")) == ["Quebec, CA, NA", "Texas, US, NA"]

@@ -127,8 +127,10 @@ def _least(
 
 
 def _names(names: list[str], shown: int = 5) -> str:
-    """``a, b, c`` -- the first ``shown`` names, and how many more."""
-    text = ", ".join(names[:shown])
+    """``a, b, c`` -- the first ``shown`` names, and how many more; ``a; b`` when a name has
+    a comma of its own (vast.ai regions: ``Texas, US, NA``)."""
+    separator = "; " if any("," in name for name in names[:shown]) else ", "
+    text = separator.join(names[:shown])
     return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
