@@ -119,8 +119,9 @@ def parse_hf_config(
     Raises:
         UnsupportedModelError: a ``model_type`` (or ``architectures`` class) that no parser
             handles; the message lists the supported ones.
-        InvalidSpecError: a missing key, a value of the wrong type, a non-dividing head count or
-            an absurd size; ``field`` is the key's dotted path.
+        InvalidSpecError: a missing key, a value of the wrong type, a non-dividing head count,
+            an absurd size or a ``quantization_config`` the estimator cannot size
+            (:mod:`.quantization`); ``field`` is the key's dotted path.
     """
     if not isinstance(config, Mapping):
         raise InvalidSpecError(
@@ -137,4 +138,13 @@ def parse_hf_config(
             field=r.path("model_type"),
         )
     family, parser = entry
-    return parser(r, family, name)
+    arch = parser(r, family, name)
+    if arch.shipped_quantized_modules == "routed-experts" and arch.parameters.routed_expert == 0:
+        field = r.path("quantization_config.quant_method")
+        raise InvalidSpecError(
+            f"{field} {show_value(arch.shipped_weight_format)} quantises routed experts only "
+            "(the gpt-oss layout) and this model has none; remove quantization_config and set "
+            "workload.weight_dtype instead.",
+            field=field,
+        )
+    return arch
