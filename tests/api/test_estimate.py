@@ -394,6 +394,8 @@ def _llama_config(**changes: Any) -> dict[str, Any]:
         ({"quantization_config": {"quant_method": "gptq", "bits": "four"}}, "bits"),
         ({"quantization_config": {"quant_method": "gptq", "bits": 5}}, "bits"),
         ({"quantization_config": {"quant_method": "zzz"}}, "quant_method"),
+        ({"rope_scaling": "yarn"}, None),
+        ({"rope_scaling": {"rope_type": "llama3", "factor": "8"}}, "factor"),
     ],
 )
 def test_config_the_estimator_cannot_honour_is_a_422_naming_the_key(

@@ -1,6 +1,6 @@
-"""``quantization_config`` of a posted config.json: what the estimator sizes is read exactly;
-anything else is an InvalidSpecError naming the key (a 422), never a checkpoint silently sized
-as bf16 weights."""
+"""``quantization_config`` and ``rope_scaling`` of a posted config.json: what the estimator
+sizes is read exactly; anything else is an InvalidSpecError naming the key (a 422), never a
+checkpoint silently sized as bf16 weights."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from gpu_advisor.core.models import parse_hf_config
 
 LLAMA = "meta-llama--Llama-3.1-8B"
 QUANT = "model.config.quantization_config"
+ROPE = "model.config.rope_scaling"
 
 
 def _llama(**changes: Any) -> dict[str, Any]:
@@ -104,7 +105,57 @@ def test_quantization_config_must_be_an_object():
     assert _error(_llama(quantization_config="gptq")).field == QUANT
 
 
+@pytest.mark.parametrize(
+    ("rope", "field"),
+    [
+        ("yarn", ROPE),
+        ([8.0], ROPE),
+        (8.0, ROPE),
+        ({"rope_type": "llama3", "factor": "8"}, f"{ROPE}.factor"),
+        ({"rope_type": "linear", "factor": True}, f"{ROPE}.factor"),
+        ({"rope_type": "linear", "factor": 0}, f"{ROPE}.factor"),
+        ({"rope_type": "linear", "factor": -2.0}, f"{ROPE}.factor"),
+        ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": "1"}, f"{ROPE}.low_freq_factor"),
+        ({"type": "yarn", "factor": 40, "beta_fast": [32]}, f"{ROPE}.beta_fast"),
+        (
+            {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": "4096"},
+            f"{ROPE}.original_max_position_embeddings",
+        ),
+        (
+            {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096.5},
+            f"{ROPE}.original_max_position_embeddings",
+        ),
+        ({"rope_type": 3, "factor": 8.0}, f"{ROPE}.rope_type"),
+        ({"type": ["yarn"], "factor": 8.0}, f"{ROPE}.type"),
+        ({"rope_type": "yarn", "factor": 32.0, "truncate": "false"}, f"{ROPE}.truncate"),
+        ({"rope_type": "longrope", "short_factor": [1.0, "2"]}, f"{ROPE}.short_factor"),
+        ({"rope_type": "longrope", "long_factor": 1.0}, f"{ROPE}.long_factor"),
+        ({"rope_type": "default", "mrope_section": [16, 24.5]}, f"{ROPE}.mrope_section"),
+    ],
+)
+def test_malformed_rope_scaling_is_a_422_naming_the_key(rope, field):
+    assert _error(_llama(rope_scaling=rope)).field == field
+
+
+def test_rope_scaling_inside_text_config_is_checked():
+    config = load_hf_config("google--gemma-3-27b-it")
+    config["text_config"] = config["text_config"] | {"rope_scaling": "linear"}
+    assert _error(config).field == "model.config.text_config.rope_scaling"
+
+
+def test_well_formed_rope_scaling_is_accepted():
+    for rope in (
+        None,
+        {"rope_type": "linear", "factor": 8},
+        {"rope_type": "longrope", "short_factor": [1.0, 1], "long_factor": [1.5], "factor": 4.0},
+        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768.0},
+        {"rope_type": "dynamic", "factor": 2.0, "unknown_new_key": "kept"},
+    ):
+        assert parse_hf_config(_llama(rope_scaling=rope)).parameters.total == 8_030_261_248
+
+
 @pytest.mark.parametrize("stem", hf_config_stems())
 def test_every_real_config_still_parses(stem):
-    # Their quantization_config (DeepSeek-V3 fp8 128x128, gpt-oss mxfp4) is accepted.
+    # Their rope_scaling (llama3, yarn, linear, null) and quantization_config (DeepSeek-V3 fp8
+    # 128x128, gpt-oss mxfp4) are all accepted.
     parse_hf_config(load_hf_config(stem))
