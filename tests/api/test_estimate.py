@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from litestar.testing import TestClient
+
+from tests.shared_data import HF_CONFIGS_DIR
 
 GIB = 2**30
 LLAMA_70B_PARAMS = 70_553_706_496  # published total (shared/data/hf-configs/README.md)
@@ -376,3 +379,46 @@ def test_an_explicit_plan_gets_the_same_warnings_as_a_chosen_one(
     assert result["fits"] is True
     [bound] = [n for n in result["notes"] if n["code"] == "communication_bound"]
     assert bound["data"]["compute_seconds"] < 0.5 * bound["data"]["step_time_seconds"]
+
+
+def _llama_config(**changes: Any) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads(
+        (HF_CONFIGS_DIR / "meta-llama--Llama-3.1-8B.json").read_text()
+    )
+    return config | changes
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"quantization_config": {"quant_method": "gptq", "bits": "four"}}, "bits"),
+        ({"quantization_config": {"quant_method": "gptq", "bits": 5}}, "bits"),
+        ({"quantization_config": {"quant_method": "zzz"}}, "quant_method"),
+        ({"rope_scaling": "yarn"}, None),
+        ({"rope_scaling": {"rope_type": "llama3", "factor": "8"}}, "factor"),
+    ],
+)
+def test_config_the_estimator_cannot_honour_is_a_422_naming_the_key(
+    client: TestClient,  # type: ignore[type-arg]
+    changes: dict[str, Any],
+    field: str | None,
+) -> None:
+    # The tester's cases: each one used to answer 200 with 16.06 GB of bf16 weights.
+    body = {"model": {"config": _llama_config(**changes)}, "workload": {"kind": "inference"}}
+    response = client.post("/v1/estimate", json=body)
+    assert response.status_code == 422, response.text
+    [error] = response.json()["errors"]
+    key = "quantization_config" if "quantization_config" in changes else "rope_scaling"
+    assert error["field"] == ".".join(filter(None, ["model.config", key, field]))
+
+
+def test_gptq_3bit_config_is_sized_as_shipped(client: TestClient) -> None:  # type: ignore[type-arg]
+    quant = {"quant_method": "gptq", "bits": 3, "group_size": 128}
+    body = {
+        "model": {"config": _llama_config(quantization_config=quant)},
+        "workload": {"kind": "inference"},
+    }
+    weights = _estimate(client, body)["memory_per_gpu"]["weights_bytes"]
+    # 6,979,321,856 block-linear weights x (3 bits + (16-bit scale + 3-bit zero) / 128) / 8
+    # = 2,746,744,832 B, plus the bf16 embedding, head and norms (2 x 1,050,939,392 B).
+    assert weights == 2_746_744_832 + 2 * 1_050_939_392

@@ -126,6 +126,8 @@ class Architecture(Struct, frozen=True, kw_only=True):
             ``mxfp4`` for gpt-oss experts), or None.
         shipped_quantized_modules: which modules that format covers: ``all-linear`` or
             ``routed-experts``.
+        shipped_group_size: input weights per scale of a GPTQ/AWQ format (``int2`` ..
+            ``int8``; ``-1`` = one group per output channel); None for every other format.
         torch_dtype: the config's declared dtype (informational; never shifts sizes).
         parameters: exact parameter accounting.
         linears: the linear modules of the blocks.
@@ -155,6 +157,7 @@ class Architecture(Struct, frozen=True, kw_only=True):
     layer_windows: tuple[int | None, ...] = ()
     shipped_weight_format: str | None = None
     shipped_quantized_modules: Literal["all-linear", "routed-experts"] | None = None
+    shipped_group_size: int | None = None
     torch_dtype: str | None = None
     parameters: ParameterCounts
     linears: tuple[LinearModule, ...] = ()

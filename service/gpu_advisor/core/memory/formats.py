@@ -25,8 +25,9 @@ class WeightFormat(Struct, frozen=True, kw_only=True):
     Attributes:
         name: the dtype name used in requests (``bf16``, ``nf4``...).
         bits_per_weight: bits per weight element including group/block constants.
-        channel_scale_bytes: extra bytes per output channel of each quantised matrix
-            (per-channel scales of int8/fp8; 0 for group-wise formats, whose constants are in
+        channel_scale_bits: extra bits per output channel of each quantised matrix
+            (per-channel scales of int8/fp8, the scale and zero point of a GPTQ/AWQ format with
+            one group per channel; 0 for group-wise formats, whose constants are in
             ``bits_per_weight``).
         covers_embeddings: True when the format also stores the embedding and output head
             (GGUF); False when those stay 16-bit as the common loaders keep them.
@@ -36,7 +37,7 @@ class WeightFormat(Struct, frozen=True, kw_only=True):
 
     name: str
     bits_per_weight: float
-    channel_scale_bytes: int = 0
+    channel_scale_bits: int = 0
     covers_embeddings: bool = False
     quantized: bool = True
     source: str
@@ -52,7 +53,7 @@ FP16 = WeightFormat(
 FP8 = WeightFormat(
     name="fp8",
     bits_per_weight=8,
-    channel_scale_bytes=4,
+    channel_scale_bits=32,
     source=(
         "fp8 e4m3 weights, 1 byte, plus one fp32 scale per output channel (vLLM "
         "`fp8` per-channel weight quantisation, compressed-tensors 'channel' strategy)"
@@ -69,7 +70,7 @@ FP8_BLOCK128 = WeightFormat(
 INT8 = WeightFormat(
     name="int8",
     bits_per_weight=8,
-    channel_scale_bytes=4,
+    channel_scale_bits=32,
     source=(
         "int8 weights, 1 byte, plus one fp32 absmax scale per output row (bitsandbytes "
         "LLM.int8() Int8Params.SCB; vLLM W8A8 per-channel scales)"
@@ -145,8 +146,70 @@ SHIPPED_FORMATS: dict[str, WeightFormat] = {
     "fp16": FP16,
     "fp32": FP32,
 }
-"""``Architecture.shipped_weight_format`` -> format. A checkpoint shipped in fp8 uses the
-DeepSeek-V3 block layout (the only fp8 checkpoint format the presets carry)."""
+"""``Architecture.shipped_weight_format`` -> format, for formats without a group size
+(GPTQ/AWQ checkpoints: :func:`shipped_format`). A checkpoint shipped in fp8 uses the
+DeepSeek-V3 block layout (the only fp8 checkpoint format the presets carry); ``int8`` here is
+bitsandbytes LLM.int8()."""
+
+PACKED_INT_BITS: dict[str, int] = {"int2": 2, "int3": 3, "int4": 4, "int8": 8}
+"""Shipped GPTQ/AWQ format name -> bits per packed weight."""
+
+
+def packed_int_format(bits: int, group_size: int) -> WeightFormat:
+    """A GPTQ/AWQ checkpoint's packed integer weights with their group constants.
+
+    The AutoGPTQ packing (``auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py``
+    ``QuantLinear.__init__``; the checkpoints transformers and vLLM load) stores a linear of
+    ``k`` inputs and ``n`` outputs as
+
+    * ``qweight``: int32 ``[k / 32 * bits, n]`` = ``k x n x bits / 8`` bytes,
+    * ``qzeros``: int32 ``[ceil(k / g), n / 32 * bits]`` = ``ceil(k/g) x n x bits / 8`` bytes
+      (one ``bits``-wide zero point per group and output channel),
+    * ``scales``: fp16 ``[ceil(k / g), n]`` = ``ceil(k/g) x n x 2`` bytes,
+    * ``g_idx``: int32 ``[k]``, the group of each input row;
+
+    with ``g = k`` for ``group_size = -1`` (``self.group_size = group_size if group_size != -1
+    else infeatures``). AutoAWQ's ``WQLinear_GEMM`` (``awq/modules/linear/gemm.py``) packs
+    ``qweight`` int32 ``[k, n * bits / 32]``, ``qzeros`` int32 ``[k / g, n * bits / 32]`` and
+    ``scales`` fp16 ``[k / g, n]``: the same bytes, without ``g_idx``.
+
+    Per weight that is ``bits + (16 + bits) / g`` bits (4-bit, g = 128: 4 + 20/128 = 4.15625;
+    3-bit: 3 + 19/128; 2-bit: 2 + 18/128; 8-bit: 8 + 24/128), exact when ``g`` divides ``k``
+    (vLLM's GPTQ and AWQ linear methods require it of every shard). With ``group_size = -1``
+    the constants are ``16 + bits`` bits per output channel (:attr:`WeightFormat.
+    channel_scale_bits`). ``g_idx`` is not counted: ``4 x k`` bytes per matrix, 32/n bits per
+    weight (under 0.01 bits for n >= 4096; about 5 MB for all of Llama-3.1-8B).
+
+    Args:
+        bits: 2, 3, 4 or 8.
+        group_size: input weights per group, a power of two, or -1 for one group per output
+            channel.
+    """
+    layout = "AutoGPTQ/AutoAWQ packing: qweight bits, qzeros bits + fp16 scales per group"
+    if group_size == -1:
+        return WeightFormat(
+            name=f"int{bits}",
+            bits_per_weight=bits,
+            channel_scale_bits=16 + bits,
+            source=f"{layout}, one group per output channel: {bits} bits + {16 + bits} bits/row",
+        )
+    return WeightFormat(
+        name=f"int{bits}",
+        bits_per_weight=bits + (16 + bits) / group_size,
+        source=f"{layout}, group size {group_size}: {bits} + {16 + bits}/{group_size} bits",
+    )
+
+
+def shipped_format(name: str | None, group_size: int | None) -> WeightFormat | None:
+    """The format of a checkpoint's shipped weights (``Architecture.shipped_weight_format`` and
+    ``shipped_group_size``): a GPTQ/AWQ packing (:func:`packed_int_format`) when a group size
+    is given, else :data:`SHIPPED_FORMATS`; None for an unquantised checkpoint."""
+    if name is None:
+        return None
+    if group_size is not None and name in PACKED_INT_BITS:
+        return packed_int_format(PACKED_INT_BITS[name], group_size)
+    return SHIPPED_FORMATS.get(name)
+
 
 ELEMENT_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 """Bytes per element of an unquantised tensor (KV cache, gradients, activations)."""
@@ -193,7 +256,13 @@ def matrix_bytes(rows: int, cols: int, fmt: WeightFormat, *, copies: int = 1) ->
     """
     elements = rows * cols * copies
     data = -(-elements * _bits_numerator(fmt) // (8 * _BITS_DENOMINATOR))
-    return data + rows * copies * fmt.channel_scale_bytes
+    return data + channel_constant_bytes(rows * copies, fmt)
+
+
+def channel_constant_bytes(rows: int, fmt: WeightFormat) -> int:
+    """Bytes of the per-output-channel constants of ``rows`` channels in ``fmt`` (rounded up):
+    ``rows x channel_scale_bits / 8``."""
+    return -(-rows * fmt.channel_scale_bits // 8)
 
 
 # Bits per weight are stored as floats with at most 1/16384 resolution (4.127 = 4 + 8/64 +

@@ -46,9 +46,10 @@ from gpu_advisor.core.memory.engine import (
 from gpu_advisor.core.memory.formats import (
     BF16,
     FP32,
-    SHIPPED_FORMATS,
     WeightFormat,
+    channel_constant_bytes,
     elements_bytes,
+    shipped_format,
     weight_format,
 )
 from gpu_advisor.core.memory.kv_cache import (
@@ -85,7 +86,7 @@ def weight_plan(arch: Architecture, weight_dtype: str | None) -> WeightPlan:
         InvalidSpecError: unknown dtype (field ``workload.weight_dtype``).
     """
     if weight_dtype is None:
-        shipped = SHIPPED_FORMATS.get(arch.shipped_weight_format or "")
+        shipped = shipped_format(arch.shipped_weight_format, arch.shipped_group_size)
         if shipped is None or not shipped.quantized:
             fmt = shipped or BF16
             return WeightPlan(dense_linear=fmt, routed_linear=fmt, rest=fmt)
@@ -102,11 +103,11 @@ def weight_plan(arch: Architecture, weight_dtype: str | None) -> WeightPlan:
 def shard_weight_bytes(shard: ShardParams, plan: WeightPlan) -> dict[str, int]:
     """Weight bytes of one GPU's shard by group: quantised linears with their constants and
     per-channel scales, the rest in its 16/32-bit (or GGUF) format."""
-    dense = elements_bytes(shard.dense_linear, plan.dense_linear) + (
-        shard.dense_linear_rows * plan.dense_linear.channel_scale_bytes
+    dense = elements_bytes(shard.dense_linear, plan.dense_linear) + channel_constant_bytes(
+        shard.dense_linear_rows, plan.dense_linear
     )
-    routed = elements_bytes(shard.routed_linear, plan.routed_linear) + (
-        shard.routed_linear_rows * plan.routed_linear.channel_scale_bytes
+    routed = elements_bytes(shard.routed_linear, plan.routed_linear) + channel_constant_bytes(
+        shard.routed_linear_rows, plan.routed_linear
     )
     rest_fmt = plan.rest
     small = BF16 if rest_fmt.covers_embeddings else rest_fmt  # GGUF keeps norms/biases in float

@@ -31,10 +31,10 @@ from gpu_advisor.core.models.common import (
     count_parameters,
     display_name,
     read_attention_heads,
-    shipped_quantization,
     torch_dtype,
 )
 from gpu_advisor.core.models.llama_like import read_max_positions
+from gpu_advisor.core.models.quantization import shipped_quantization
 from gpu_advisor.core.models.reader import (
     MAX_HIDDEN,
     MAX_INTERMEDIATE,
@@ -79,7 +79,7 @@ def _plain_architecture(
     params = count_parameters(
         field=r.field, linears=linears, embedding=embedding, lm_head=lm_head, other=other
     )
-    weight_format, quantized = shipped_quantization(r)
+    quant = shipped_quantization(r)
     return Architecture(
         name=display_name(r, name, family),
         family=family,
@@ -93,8 +93,9 @@ def _plain_architecture(
         vocab_size=vocab,
         tie_word_embeddings=tied,
         max_position_embeddings=max_positions,
-        shipped_weight_format=weight_format,
-        shipped_quantized_modules=quantized,
+        shipped_weight_format=quant.weight_format,
+        shipped_quantized_modules=quant.modules,
+        shipped_group_size=quant.group_size,
         torch_dtype=torch_dtype(r),
         parameters=params,
         linears=tuple(linears),

@@ -1,5 +1,5 @@
 """Pieces every family parser shares: attention shape checks, parameter accounting, sliding
-windows, shipped quantisation and display names.
+windows and display names.
 
 Parameter accounting follows DESIGN "Parameters": every ``nn.Linear`` of the blocks is a
 :class:`~gpu_advisor.core.architecture.LinearModule`; embeddings, the output head and the rest
@@ -10,7 +10,6 @@ once, so that ``total == embedding + lm_head + linear + other`` holds by constru
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
 
 from gpu_advisor.core.architecture import LinearModule, ParameterCounts
 from gpu_advisor.core.errors import InvalidSpecError
@@ -21,8 +20,6 @@ from gpu_advisor.core.models.reader import (
     MAX_WINDOW,
     ConfigReader,
 )
-
-QuantizedModules = Literal["all-linear", "routed-experts"]
 
 
 def read_attention_heads(
@@ -217,45 +214,6 @@ def windows_from_layer_types(
         else:
             result.append(None)
     return normalise_windows(result)
-
-
-def shipped_quantization(r: ConfigReader) -> tuple[str | None, QuantizedModules | None]:
-    """The weight format a checkpoint ships in, from its ``quantization_config``.
-
-    * ``quant_method: fp8`` (DeepSeek-V3, block-scaled e4m3) and ``fbgemm_fp8``: ``fp8`` on all
-      linear layers of the blocks (embeddings, head and routers stay 16-bit).
-    * ``quant_method: mxfp4`` (gpt-oss): ``mxfp4`` on the routed experts only; attention,
-      router, embeddings and head are listed in ``modules_to_not_convert`` and stay bf16.
-    * ``gptq`` / ``awq`` with ``bits`` 4 or 8: ``int4`` / ``int8`` on all linears.
-    * ``bitsandbytes``: ``nf4`` with ``load_in_4bit``, ``int8`` with ``load_in_8bit``.
-
-    Any other method gives ``(None, None)``: the weights are then sized by the request's dtype.
-
-    Returns:
-        ``(shipped_weight_format, shipped_quantized_modules)``.
-    """
-    quant = r.opt_object("quantization_config")
-    if quant is None:
-        return None, None
-    method_value = quant.raw("quant_method")
-    method = method_value.lower() if isinstance(method_value, str) else None
-    bits_value = quant.raw("bits")
-    bits = bits_value if isinstance(bits_value, int) and not isinstance(bits_value, bool) else None
-    match method:
-        case "fp8" | "fbgemm_fp8":
-            return "fp8", "all-linear"
-        case "mxfp4":
-            return "mxfp4", "routed-experts"
-        case "gptq" | "awq" if bits == 4:
-            return "int4", "all-linear"
-        case "gptq" | "awq" if bits == 8:
-            return "int8", "all-linear"
-        case "bitsandbytes" if quant.raw("load_in_4bit") is True:
-            return "nf4", "all-linear"
-        case "bitsandbytes" if quant.raw("load_in_8bit") is True:
-            return "int8", "all-linear"
-        case _:
-            return None, None
 
 
 def torch_dtype(r: ConfigReader) -> str | None:

@@ -32,7 +32,6 @@ from gpu_advisor.core.models.common import (
     count_parameters,
     display_name,
     read_attention_heads,
-    shipped_quantization,
     torch_dtype,
 )
 from gpu_advisor.core.models.llama_like import (
@@ -41,6 +40,7 @@ from gpu_advisor.core.models.llama_like import (
     read_core_shape,
     read_max_positions,
 )
+from gpu_advisor.core.models.quantization import shipped_quantization
 from gpu_advisor.core.models.reader import (
     MAX_EXPERTS,
     MAX_HEAD_DIM,
@@ -177,7 +177,7 @@ def parse_deepseek(r: ConfigReader, family: str, name: str | None) -> Architectu
         other=norms + router,
         experts_per_token=per_token,
     )
-    weight_format, quantized = shipped_quantization(r)
+    quant = shipped_quantization(r)
     return Architecture(
         name=display_name(r, name, family),
         family=family,
@@ -197,8 +197,9 @@ def parse_deepseek(r: ConfigReader, family: str, name: str | None) -> Architectu
         moe_intermediate_size=expert_width,
         num_moe_layers=moe_layers,
         mla=mla,
-        shipped_weight_format=weight_format,
-        shipped_quantized_modules=quantized,
+        shipped_weight_format=quant.weight_format,
+        shipped_quantized_modules=quant.modules,
+        shipped_group_size=quant.group_size,
         torch_dtype=torch_dtype(r),
         parameters=params,
         linears=tuple(linears),

@@ -26,10 +26,10 @@ from gpu_advisor.core.models.common import (
     count_parameters,
     display_name,
     read_attention_heads,
-    shipped_quantization,
     torch_dtype,
 )
 from gpu_advisor.core.models.llama_like import read_max_positions
+from gpu_advisor.core.models.quantization import shipped_quantization
 from gpu_advisor.core.models.reader import (
     MAX_HEAD_DIM,
     MAX_HIDDEN,
@@ -106,7 +106,7 @@ def parse_bert(r: ConfigReader, family: str, name: str | None) -> Architecture:
     params = count_parameters(
         field=r.field, linears=linears, embedding=embedding, lm_head=0, other=norms + pooler
     )
-    weight_format, quantized = shipped_quantization(r)
+    quant = shipped_quantization(r)
     return Architecture(
         name=display_name(r, name, family),
         family=family,
@@ -121,8 +121,9 @@ def parse_bert(r: ConfigReader, family: str, name: str | None) -> Architecture:
         vocab_size=vocab,
         tie_word_embeddings=r.flag("tie_word_embeddings", default=True),
         max_position_embeddings=positions,
-        shipped_weight_format=weight_format,
-        shipped_quantized_modules=quantized,
+        shipped_weight_format=quant.weight_format,
+        shipped_quantized_modules=quant.modules,
+        shipped_group_size=quant.group_size,
         torch_dtype=torch_dtype(r),
         parameters=params,
         linears=tuple(linears),
@@ -221,7 +222,7 @@ def parse_t5(r: ConfigReader, family: str, name: str | None) -> Architecture:
         lm_head=0 if tied else embedding,
         other=norms + relative,
     )
-    weight_format, quantized = shipped_quantization(r)
+    quant = shipped_quantization(r)
     return Architecture(
         name=display_name(r, name, family),
         family=family,
@@ -236,8 +237,9 @@ def parse_t5(r: ConfigReader, family: str, name: str | None) -> Architecture:
         vocab_size=vocab,
         tie_word_embeddings=tied,
         max_position_embeddings=read_max_positions(r),
-        shipped_weight_format=weight_format,
-        shipped_quantized_modules=quantized,
+        shipped_weight_format=quant.weight_format,
+        shipped_quantized_modules=quant.modules,
+        shipped_group_size=quant.group_size,
         torch_dtype=torch_dtype(r),
         parameters=params,
         linears=tuple(linears),

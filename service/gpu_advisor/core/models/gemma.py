@@ -33,7 +33,6 @@ from gpu_advisor.core.models.common import (
     normalise_windows,
     read_attention_heads,
     read_window,
-    shipped_quantization,
     torch_dtype,
     windows_from_layer_types,
 )
@@ -43,6 +42,7 @@ from gpu_advisor.core.models.llama_like import (
     gated_mlp_linears,
     read_max_positions,
 )
+from gpu_advisor.core.models.quantization import shipped_quantization
 from gpu_advisor.core.models.reader import (
     MAX_HEADS,
     MAX_HIDDEN,
@@ -208,7 +208,7 @@ def parse_gemma(r: ConfigReader, family: str, name: str | None) -> Architecture:
         other=norms * layers + hidden + vision,
         not_per_token=vision,
     )
-    weight_format, quantized = shipped_quantization(r)
+    quant = shipped_quantization(r)
     return Architecture(
         name=display_name(r, name, family),
         family=family,
@@ -225,8 +225,9 @@ def parse_gemma(r: ConfigReader, family: str, name: str | None) -> Architecture:
             text, default=default("max_position_embeddings")
         ),
         layer_windows=windows,
-        shipped_weight_format=weight_format,
-        shipped_quantized_modules=quantized,
+        shipped_weight_format=quant.weight_format,
+        shipped_quantized_modules=quant.modules,
+        shipped_group_size=quant.group_size,
         torch_dtype=torch_dtype(r),
         parameters=params,
         linears=tuple(linears),

@@ -28,7 +28,6 @@ from gpu_advisor.core.models.common import (
     normalise_windows,
     read_attention_heads,
     read_window,
-    shipped_quantization,
     torch_dtype,
     windows_from_layer_types,
 )
@@ -38,6 +37,7 @@ from gpu_advisor.core.models.llama_like import (
     read_core_shape,
     read_max_positions,
 )
+from gpu_advisor.core.models.quantization import shipped_quantization
 from gpu_advisor.core.models.reader import MAX_EXPERTS, ConfigReader
 
 
@@ -110,7 +110,7 @@ def parse_gpt_oss(r: ConfigReader, family: str, name: str | None) -> Architectur
         other=layers * (2 * hidden + router + sinks) + hidden,
         experts_per_token=per_token,
     )
-    weight_format, quantized = shipped_quantization(r)
+    quant = shipped_quantization(r)
     return Architecture(
         name=display_name(r, name, family),
         family=family,
@@ -129,8 +129,9 @@ def parse_gpt_oss(r: ConfigReader, family: str, name: str | None) -> Architectur
         moe_intermediate_size=width,
         num_moe_layers=layers,
         layer_windows=windows,
-        shipped_weight_format=weight_format,
-        shipped_quantized_modules=quantized,
+        shipped_weight_format=quant.weight_format,
+        shipped_quantized_modules=quant.modules,
+        shipped_group_size=quant.group_size,
         torch_dtype=torch_dtype(r),
         parameters=params,
         linears=tuple(linears),

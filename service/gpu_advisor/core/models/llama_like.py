@@ -33,11 +33,11 @@ from gpu_advisor.core.models.common import (
     normalise_windows,
     read_attention_heads,
     read_window,
-    shipped_quantization,
     torch_dtype,
     uniform_windows,
     windows_from_layer_types,
 )
+from gpu_advisor.core.models.quantization import shipped_quantization
 from gpu_advisor.core.models.reader import (
     MAX_EXPERTS,
     MAX_HIDDEN,
@@ -280,7 +280,7 @@ def parse_llama_like(r: ConfigReader, family: str, name: str | None) -> Architec
         lm_head=lm_head,
         other=other_per_layer * layers + hidden,
     )
-    weight_format, quantized = shipped_quantization(r)
+    quant = shipped_quantization(r)
     return Architecture(
         name=display_name(r, name, family),
         family=family,
@@ -295,8 +295,9 @@ def parse_llama_like(r: ConfigReader, family: str, name: str | None) -> Architec
         tie_word_embeddings=tied,
         max_position_embeddings=read_max_positions(r),
         layer_windows=windows,
-        shipped_weight_format=weight_format,
-        shipped_quantized_modules=quantized,
+        shipped_weight_format=quant.weight_format,
+        shipped_quantized_modules=quant.modules,
+        shipped_group_size=quant.group_size,
         torch_dtype=torch_dtype(r),
         parameters=params,
         linears=tuple(linears),
@@ -401,7 +402,7 @@ def parse_mixtral_like(r: ConfigReader, family: str, name: str | None) -> Archit
         other=per_layer_norms * layers + hidden + router,
         experts_per_token=per_token,
     )
-    weight_format, quantized = shipped_quantization(r)
+    quant = shipped_quantization(r)
     return Architecture(
         name=display_name(r, name, family),
         family=family,
@@ -420,8 +421,9 @@ def parse_mixtral_like(r: ConfigReader, family: str, name: str | None) -> Archit
         moe_intermediate_size=expert_width,
         num_moe_layers=moe_layers,
         layer_windows=windows,
-        shipped_weight_format=weight_format,
-        shipped_quantized_modules=quantized,
+        shipped_weight_format=quant.weight_format,
+        shipped_quantized_modules=quant.modules,
+        shipped_group_size=quant.group_size,
         torch_dtype=torch_dtype(r),
         parameters=params,
         linears=tuple(linears),

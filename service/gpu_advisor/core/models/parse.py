@@ -20,6 +20,7 @@ from gpu_advisor.core.models.gemma import parse_gemma
 from gpu_advisor.core.models.gpt_oss import parse_gpt_oss
 from gpu_advisor.core.models.llama_like import parse_llama_like, parse_mixtral_like
 from gpu_advisor.core.models.reader import ConfigReader, show_value
+from gpu_advisor.core.models.rope import check_nested_rope_scaling
 
 Parser = Callable[[ConfigReader, str, str | None], Architecture]
 
@@ -119,8 +120,10 @@ def parse_hf_config(
     Raises:
         UnsupportedModelError: a ``model_type`` (or ``architectures`` class) that no parser
             handles; the message lists the supported ones.
-        InvalidSpecError: a missing key, a value of the wrong type, a non-dividing head count or
-            an absurd size; ``field`` is the key's dotted path.
+        InvalidSpecError: a missing key, a value of the wrong type, a non-dividing head count,
+            an absurd size, a ``quantization_config`` the estimator cannot size
+            (:mod:`.quantization`) or a malformed ``rope_scaling`` (:mod:`.rope`); ``field`` is
+            the key's dotted path.
     """
     if not isinstance(config, Mapping):
         raise InvalidSpecError(
@@ -137,4 +140,14 @@ def parse_hf_config(
             field=r.path("model_type"),
         )
     family, parser = entry
-    return parser(r, family, name)
+    check_nested_rope_scaling(r)
+    arch = parser(r, family, name)
+    if arch.shipped_quantized_modules == "routed-experts" and arch.parameters.routed_expert == 0:
+        field = r.path("quantization_config.quant_method")
+        raise InvalidSpecError(
+            f"{field} {show_value(arch.shipped_weight_format)} quantises routed experts only "
+            "(the gpt-oss layout) and this model has none; remove quantization_config and set "
+            "workload.weight_dtype instead.",
+            field=field,
+        )
+    return arch

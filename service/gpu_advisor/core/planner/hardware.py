@@ -64,6 +64,9 @@ _PATHS: dict[str, tuple[tuple[HardwarePath, ...], tuple[HardwarePath, ...]]] = {
     "mxfp4": (("fp4",), ("bf16", "fp16")),
     # Weight-only 4/8-bit formats always dequantise to 16-bit inside the matmul kernel
     # (GPTQ/AWQ Marlin and ExLlama kernels, bitsandbytes NF4): 16-bit compute rate.
+    # GPTQ 2/3-bit checkpoints (shipped formats) run through the same GPTQ kernels.
+    "int2": ((), ("fp16", "bf16")),
+    "int3": ((), ("fp16", "bf16")),
     "int4": ((), ("fp16", "bf16")),
     "nf4": ((), ("bf16", "fp16")),
     "q4_k_m": ((), ("fp16", "bf16")),
@@ -73,6 +76,8 @@ _PATHS: dict[str, tuple[tuple[HardwarePath, ...], tuple[HardwarePath, ...]]] = {
 FALLBACK_MIN_CAPABILITY: dict[str, tuple[int, int]] = {
     "fp8": (8, 0),
     "mxfp4": (8, 0),
+    "int2": (7, 0),
+    "int3": (7, 0),
     "int4": (7, 0),
     "nf4": (7, 0),
 }
@@ -87,7 +92,8 @@ the GPU lacks; an older GPU has no path for it at all (``dtype_unsupported``). S
 * ``mxfp4``: ``vllm/model_executor/layers/quantization/mxfp4.py``
   ``Mxfp4Config.get_min_capability()`` returns 80 (Marlin / Triton MXFP4 MoE kernels);
 * ``int4`` (GPTQ/AWQ-style): Marlin needs 8.0, but the GPTQ (ExLlama) kernels run from Volta
-  (the same table: GPTQ Volta and newer, AWQ Turing and newer);
+  (the same table: GPTQ Volta and newer, AWQ Turing and newer); ``int2`` / ``int3`` (GPTQ
+  checkpoints of 2 or 3 bits, which Marlin does not take) likewise through the GPTQ kernels;
 * ``nf4``: bitsandbytes, Volta and newer (the same table).
 
 Other vendors have no compute capability; their paths follow the GPU table's rates as before.
@@ -106,7 +112,7 @@ ARCHITECTURE_CAPABILITY: dict[str, tuple[int, int]] = {
 "Compute Capabilities"), used where a GPU row leaves ``compute_capability`` empty (A10G:
 Ampere, 8.6, reads as 8.0, which every rule here treats alike)."""
 
-_WEIGHT_ONLY = frozenset({"int4", "nf4", "q4_k_m", "q8_0"})
+_WEIGHT_ONLY = frozenset({"int2", "int3", "int4", "nf4", "q4_k_m", "q8_0"})
 
 
 class ComputePath(Struct, frozen=True, kw_only=True):
