@@ -20,6 +20,16 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
+from gpu_advisor.core.limits import (
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_INTERMEDIATE,
+    MAX_LAYERS,
+    MAX_TOTAL_PARAMETERS,
+    MAX_VOCAB,
+)
+
 # --- shared vocabularies -------------------------------------------------------------------
 
 Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4", "mxfp4", "q4_k_m", "q8_0"]
@@ -68,16 +78,41 @@ class ModelSpec(_Request, frozen=True):
         dict[str, Any] | None, Meta(description="A Hugging Face config.json object, posted inline.")
     ] = None
     parameters: (
-        Annotated[float, Meta(gt=0, le=1e14, description="Total parameter count (generic dense).")]
+        Annotated[
+            float,
+            Meta(
+                ge=1,
+                le=MAX_TOTAL_PARAMETERS,
+                description=(
+                    "Total parameter count (generic dense), rounded to an integer: 1 to 1e14 "
+                    "(the same limit as a posted config's total)."
+                ),
+            ),
+        ]
         | None
     ) = None
-    num_layers: Annotated[int, Meta(ge=1, le=10_000)] | None = None
-    hidden_size: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
-    num_attention_heads: Annotated[int, Meta(ge=1, le=10_000)] | None = None
-    num_kv_heads: Annotated[int, Meta(ge=1, le=10_000)] | None = None
-    head_dim: Annotated[int, Meta(ge=1, le=100_000)] | None = None
-    intermediate_size: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
-    vocab_size: Annotated[int, Meta(ge=1, le=100_000_000)] | None = None
+    # The architecture numbers share their bounds with the config reader (core/limits.py):
+    # the schema states exactly what the server enforces.
+    num_layers: Annotated[int, Meta(ge=1, le=MAX_LAYERS)] | None = None
+    hidden_size: Annotated[int, Meta(ge=1, le=MAX_HIDDEN)] | None = None
+    num_attention_heads: Annotated[int, Meta(ge=1, le=MAX_HEADS)] | None = None
+    num_kv_heads: Annotated[int, Meta(ge=1, le=MAX_HEADS)] | None = None
+    head_dim: Annotated[int, Meta(ge=1, le=MAX_HEAD_DIM)] | None = None
+    intermediate_size: Annotated[int, Meta(ge=1, le=MAX_INTERMEDIATE)] | None = None
+    vocab_size: (
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                le=MAX_VOCAB,
+                description=(
+                    "Vocabulary rows: at most 10,000,000 (the largest real tokenizers have "
+                    "~262k entries; the same limit applies to a posted config)."
+                ),
+            ),
+        ]
+        | None
+    ) = None
 
 
 # --- workloads (tagged union on ``kind``) ---------------------------------------------------
