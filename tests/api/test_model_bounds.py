@@ -18,6 +18,12 @@ def _field_error(response: Any, field: str, status: int = 400) -> str:
     return fields[field]
 
 
+def _status(response: Any, *allowed: int) -> dict[str, Any]:
+    assert response.status_code in allowed, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
 # --- the OpenAPI document states what the server enforces ----------------------------------
 
 
@@ -65,3 +71,27 @@ def test_model_numbers_at_the_schema_maximum_pass_the_servers_range_check(
 
 def test_vocab_size_maximum_is_ten_million(client: TestClient) -> None:  # type: ignore[type-arg]
     assert _model_schema(client)["vocab_size"]["maximum"] == 10_000_000
+
+
+# --- a generic model's misfit names the field at fault ------------------------------------
+
+
+def test_a_too_wide_intermediate_size_is_named(client: TestClient) -> None:  # type: ignore[type-arg]
+    body = {
+        "model": {"parameters": 7e9, "intermediate_size": 10_000_000},
+        "workload": {"kind": "inference"},
+    }
+    message = _field_error(client.post("/v1/estimate", json=body), "model.intermediate_size", 422)
+    # 7e9 gives hidden 4,096 (32 heads of 128, MHA); embeddings and untied head
+    # 2 x 32,000 x 4,096 = 262,144,000 and the final norm 4,096 leave
+    # 7,000,000,000 - 262,144,000 - 4,096 = 6,737,851,904 for the layers. One layer is
+    # attention 4 x 4,096^2 = 67,108,864 + norms 2 x 4,096 = 8,192 + MLP 3 x 4,096 x width:
+    # width 10,000,000 -> 122,947,117,056; the widest that fits one layer is
+    # (6,737,851,904 - 67,117,056) // 12,288 = 542,865.
+    assert "122,947,117,056" in message
+    assert "6,737,851,904" in message
+    assert "intermediate_size <= 542,865" in message
+    ok = {**body, "model": {"parameters": 7e9, "intermediate_size": 542_865}}
+    _status(client.post("/v1/estimate", json=ok), 200)
+    too_wide = {**body, "model": {"parameters": 7e9, "intermediate_size": 542_866}}
+    _field_error(client.post("/v1/estimate", json=too_wide), "model.intermediate_size", 422)
