@@ -126,3 +126,24 @@ def test_bare_count_heads_must_divide_hidden_without_head_dim():
     with pytest.raises(InvalidSpecError) as caught:
         resolve_model(_spec(parameters=7e9, num_attention_heads=32, num_kv_heads=5))
     assert caught.value.field == "model.num_kv_heads"
+
+
+def test_bare_count_with_too_many_layers_names_num_layers():
+    # 1e9 at hidden 8,192 (given): embeddings + head 2 x 32,000 x 8,192 = 524,288,000 and the
+    # final norm 8,192 leave 475,703,808; the thinnest layer (MLP width 1) is attention
+    # 4 x 8,192^2 = 268,435,456 + norms 16,384 + MLP 3 x 8,192 = 268,476,416, so one layer fits.
+    with pytest.raises(InvalidSpecError) as caught:
+        resolve_model(_spec(parameters=1e9, num_layers=2, hidden_size=8192))
+    assert caught.value.field == "model.num_layers"
+    assert "num_layers <= 1" in caught.value.message
+    assert resolve_model(_spec(parameters=1e9, num_layers=1, hidden_size=8192)).num_layers == 1
+
+
+def test_bare_count_below_a_fully_given_architecture_names_every_field():
+    with pytest.raises(InvalidSpecError) as caught:
+        resolve_model(
+            _spec(parameters=1e9, num_layers=80, hidden_size=8192, intermediate_size=28672)
+        )
+    assert caught.value.field == "model.parameters"
+    for name in ("num_layers", "hidden_size", "intermediate_size"):
+        assert f"model.{name}" in caught.value.message

@@ -15,10 +15,20 @@ Defaults are what a practitioner would assume and are documented on each field:
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 from msgspec import Meta, Struct
+
+from gpu_advisor.core.limits import (
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_INTERMEDIATE,
+    MAX_LAYERS,
+    MAX_TOTAL_PARAMETERS,
+    MAX_VOCAB,
+)
 
 # --- shared vocabularies -------------------------------------------------------------------
 
@@ -42,6 +52,55 @@ PositiveInt = Annotated[int, Meta(ge=1)]
 # 422 naming the field rather than letting arithmetic run away (issue 3, "Bad configs").
 SequenceLength = Annotated[int, Meta(ge=1, le=10_485_760, description="Tokens per sequence.")]
 Fraction = Annotated[float, Meta(ge=0.0, le=1.0)]
+
+# Money, hours and token counts are bounded too: generous (far above any real job) but finite,
+# so that no accepted value overflows float64 in the planner's arithmetic (a budget of 1e308
+# divided by a cost coefficient below 1 is inf; 1e-300 tokens made a 1e302 USD per-million
+# price). Each bound is in its field's description.
+MAX_TRAINING_TOKENS: Final = 1e16
+"""~250x the largest published pre-training runs (Llama 4, Qwen3: ~36-40e12 tokens)."""
+MIN_MFU: Final = 0.01
+"""Real runs reach 0.2-0.6 model-FLOPs utilisation (PaLM 0.46, Llama 3 0.38-0.43); below 1%
+nothing practical runs, and a tiny MFU only inflates the time to result without bound."""
+MAX_PRICE_PER_HOUR_USD: Final = 1e7
+"""100x a 1,024-node job on the dearest 8-GPU instances (~$100/hour each: ~$1e5/hour)."""
+MAX_BUDGET_USD: Final = 1e12
+"""USD 1 trillion, above any compute budget ever announced."""
+MAX_HOURS: Final = 1e6
+"""About 114 years (10^6 / 8,766 hours per year)."""
+
+PricePerHourUsd = Annotated[
+    float,
+    Meta(
+        gt=0,
+        le=MAX_PRICE_PER_HOUR_USD,
+        description=(
+            "Most the whole deployment may cost per hour (instance price x nodes), USD; at most "
+            "1e7 (100x a 1,024-node job on the dearest instances)."
+        ),
+    ),
+]
+BudgetUsd = Annotated[
+    float,
+    Meta(
+        gt=0,
+        le=MAX_BUDGET_USD,
+        description=(
+            "Most the whole run may cost, USD (training needs `tokens`); at most 1e12, above "
+            "any compute budget ever announced."
+        ),
+    ),
+]
+DeadlineHours = Annotated[
+    float,
+    Meta(
+        gt=0,
+        le=MAX_HOURS,
+        description=(
+            "Training only: hours the run may take (needs `tokens`); at most 1e6 (~114 years)."
+        ),
+    ),
+]
 
 
 class _Request(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -68,16 +127,41 @@ class ModelSpec(_Request, frozen=True):
         dict[str, Any] | None, Meta(description="A Hugging Face config.json object, posted inline.")
     ] = None
     parameters: (
-        Annotated[float, Meta(gt=0, le=1e14, description="Total parameter count (generic dense).")]
+        Annotated[
+            float,
+            Meta(
+                ge=1,
+                le=MAX_TOTAL_PARAMETERS,
+                description=(
+                    "Total parameter count (generic dense), rounded to an integer: 1 to 1e14 "
+                    "(the same limit as a posted config's total)."
+                ),
+            ),
+        ]
         | None
     ) = None
-    num_layers: Annotated[int, Meta(ge=1, le=10_000)] | None = None
-    hidden_size: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
-    num_attention_heads: Annotated[int, Meta(ge=1, le=10_000)] | None = None
-    num_kv_heads: Annotated[int, Meta(ge=1, le=10_000)] | None = None
-    head_dim: Annotated[int, Meta(ge=1, le=100_000)] | None = None
-    intermediate_size: Annotated[int, Meta(ge=1, le=10_000_000)] | None = None
-    vocab_size: Annotated[int, Meta(ge=1, le=100_000_000)] | None = None
+    # The architecture numbers share their bounds with the config reader (core/limits.py):
+    # the schema states exactly what the server enforces.
+    num_layers: Annotated[int, Meta(ge=1, le=MAX_LAYERS)] | None = None
+    hidden_size: Annotated[int, Meta(ge=1, le=MAX_HIDDEN)] | None = None
+    num_attention_heads: Annotated[int, Meta(ge=1, le=MAX_HEADS)] | None = None
+    num_kv_heads: Annotated[int, Meta(ge=1, le=MAX_HEADS)] | None = None
+    head_dim: Annotated[int, Meta(ge=1, le=MAX_HEAD_DIM)] | None = None
+    intermediate_size: Annotated[int, Meta(ge=1, le=MAX_INTERMEDIATE)] | None = None
+    vocab_size: (
+        Annotated[
+            int,
+            Meta(
+                ge=1,
+                le=MAX_VOCAB,
+                description=(
+                    "Vocabulary rows: at most 10,000,000 (the largest real tokenizers have "
+                    "~262k entries; the same limit applies to a posted config)."
+                ),
+            ),
+        ]
+        | None
+    ) = None
 
 
 # --- workloads (tagged union on ``kind``) ---------------------------------------------------
@@ -129,7 +213,10 @@ class TrainingWorkload(_Request, frozen=True, tag="training", tag_field="kind"):
     ] = None
     cpu_offload_optimizer: bool = False
     lora_rank: Annotated[int, Meta(ge=1, le=65_536)] = 16
-    lora_alpha: Annotated[float, Meta(gt=0)] | None = None
+    lora_alpha: (
+        Annotated[float, Meta(gt=0, le=1e6, description="LoRA scale numerator (at most 1e6).")]
+        | None
+    ) = None
     lora_dropout: Annotated[
         float,
         Meta(
@@ -146,11 +233,33 @@ class TrainingWorkload(_Request, frozen=True, tag="training", tag_field="kind"):
         Meta(max_length=64, description='Module names, or ["all-linear"] (the default).'),
     ] = msgspec.field(default_factory=lambda: ["all-linear"])
     tokens: (
-        Annotated[float, Meta(gt=0, le=1e16, description="Training tokens to process in total.")]
+        Annotated[
+            float,
+            Meta(
+                ge=1,
+                le=MAX_TRAINING_TOKENS,
+                description=(
+                    "Training tokens to process in total: at least one optimizer step "
+                    "(sequence_length x global_batch_size, or x micro_batch_size without a "
+                    "global batch), at most 1e16 (~250x the largest published pre-training "
+                    "runs, ~4e13 tokens)."
+                ),
+            ),
+        ]
         | None
     ) = None
     mfu: (
-        Annotated[float, Meta(gt=0, le=1, description="Model-FLOPs utilisation override (0-1).")]
+        Annotated[
+            float,
+            Meta(
+                ge=MIN_MFU,
+                le=1,
+                description=(
+                    "Model-FLOPs utilisation override, 0.01-1 (real runs reach 0.2-0.6; "
+                    "below 1% nothing practical runs)."
+                ),
+            ),
+        ]
         | None
     ) = None
 
@@ -297,9 +406,9 @@ class Constraints(_Request, frozen=True):
         | None
     ) = None
     spot: SpotPolicy = "forbid"
-    max_price_per_hour_usd: Annotated[float, Meta(gt=0)] | None = None
-    budget_usd: Annotated[float, Meta(gt=0)] | None = None
-    deadline_hours: Annotated[float, Meta(gt=0)] | None = None
+    max_price_per_hour_usd: PricePerHourUsd | None = None
+    budget_usd: BudgetUsd | None = None
+    deadline_hours: DeadlineHours | None = None
     max_gpus: Annotated[int, Meta(ge=1, le=100_000)] | None = None
     max_nodes: Annotated[int, Meta(ge=1, le=1024)] = 16
     min_headroom_fraction: Annotated[float, Meta(ge=0, lt=1)] = 0.0
@@ -393,20 +502,8 @@ class CheckRequest(_Request, frozen=True):
     model: ModelSpec
     workload: Workload
     target: CheckTarget
-    budget_usd: (
-        Annotated[
-            float,
-            Meta(gt=0, description="Most the whole run may cost (training needs `tokens`)."),
-        ]
-        | None
-    ) = None
-    deadline_hours: (
-        Annotated[
-            float,
-            Meta(gt=0, description="Training only: hours the run may take (needs `tokens`)."),
-        ]
-        | None
-    ) = None
+    budget_usd: BudgetUsd | None = None
+    deadline_hours: DeadlineHours | None = None
     min_headroom_fraction: Annotated[
         float, Meta(ge=0, lt=1, description="Share of each GPU's memory to keep free.")
     ] = 0.0

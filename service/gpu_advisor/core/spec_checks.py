@@ -23,6 +23,11 @@ Training (``TrainingWorkload``):
   ``global_batch_size % (micro_batch_size * data_parallel_size) == 0`` in
   ``megatron/core/num_microbatches_calculator.py``), so it is a positive multiple of
   ``micro_batch_size`` (the data-parallel factor depends on the plan: the planner's concern);
+* ``tokens`` is at least one optimizer step: ``sequence_length x global_batch_size`` when the
+  global batch is given, else ``sequence_length x micro_batch_size`` (the smallest step any
+  plan takes: one micro-batch on one data-parallel rank). Trainers count whole steps
+  (Megatron-LM's ``train_iters``, HF Trainer's ``max_steps``); a run shorter than one step
+  trains nothing and its time and per-token cost would be fractions of a step;
 * LoRA/QLoRA (``method`` ``lora``/``qlora``): ``lora_targets`` names at least one module, and
   ``lora_rank`` is at most the narrowest targeted linear's ``min(d_in, d_out)`` -- the update
   ``B A`` of a d_out x d_in weight has rank at most ``min(d_in, d_out)`` (Hu et al. 2021,
@@ -95,6 +100,16 @@ def _check_training(arch: Architecture, w: TrainingWorkload, field: str) -> None
             f"{micro:,} (global = micro x gradient-accumulation steps x data-parallel ranks); "
             f"use {options}, or change micro_batch_size",
             field=f"{field}.global_batch_size",
+        )
+    step_sequences = global_batch if global_batch is not None else micro
+    step_tokens = step_sequences * w.sequence_length
+    if w.tokens is not None and w.tokens < step_tokens:
+        batch = "global_batch_size" if global_batch is not None else "micro_batch_size"
+        raise InvalidSpecError(
+            f"tokens {w.tokens:,.0f} is less than one optimizer step: sequence_length "
+            f"{w.sequence_length:,} x {batch} {step_sequences:,} = {step_tokens:,} tokens; "
+            f"raise tokens to at least {step_tokens:,}, or lower sequence_length or {batch}",
+            field=f"{field}.tokens",
         )
     if w.method == "full":
         return

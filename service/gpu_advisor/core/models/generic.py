@@ -97,6 +97,104 @@ def _heads_for(hidden: int) -> int:
     return best
 
 
+def _given(spec: ModelSpec, field: str, *names: str) -> list[str]:
+    """Dotted paths of the architecture numbers among ``names`` that the request gives."""
+    return [f"{field}.{name}" for name in names if getattr(spec, name) is not None]
+
+
+def _fit_layers(
+    spec: ModelSpec,
+    *,
+    field: str,
+    total: int,
+    budget: int,
+    hidden: int,
+    vocab: int,
+    attention: int,
+    embeddings_count: int,
+) -> tuple[int, int]:
+    """Layer count and MLP width that spend ``budget`` parameters (the total less embeddings,
+    head and final norm) on layers of ``attention`` (+ norms) + 3 x hidden x width each.
+
+    Raises:
+        InvalidSpecError: naming the field to change -- the one whose given value makes the
+            count impossible (``intermediate_size`` wider than the count allows,
+            ``num_layers`` more than it allows), else ``parameters``, with the other fields
+            involved and the limit that would fit in the message.
+    """
+    layers_given, width_given = spec.num_layers, spec.intermediate_size
+    if layers_given is not None and width_given is not None:
+        # the layers are fully described: a count that cannot hold them is checked against
+        # their exact size (``other < 0`` in generic_decoder), naming every field involved
+        return layers_given, width_given
+    thinnest = attention + 3 * hidden  # one layer with an MLP width of 1
+    if budget < thinnest:
+        # even one layer of MLP width 1 does not fit: the count against the embeddings and width
+        shape = _given(spec, field, "vocab_size", "hidden_size")
+        fix = (
+            f"lower {' or '.join(shape)}, or raise {field}.parameters"
+            if shape
+            else f"raise {field}.parameters, or give a smaller vocab_size and hidden_size"
+        )
+        raise InvalidSpecError(
+            f"{field}.parameters ({total:,}) is too small for a decoder with a {vocab:,}-row "
+            f"vocabulary and hidden size {hidden:,} (embeddings {embeddings_count:,} plus at "
+            f"least one layer of {thinnest:,}); {fix}, or send the config.",
+            field=f"{field}.parameters",
+        )
+    if layers_given is not None and layers_given * thinnest > budget:
+        raise InvalidSpecError(
+            f"{field}.num_layers ({layers_given:,}) is too many for {field}.parameters "
+            f"({total:,}) at hidden size {hidden:,}: each layer needs at least {thinnest:,} "
+            f"parameters and {budget:,} are left after the embeddings; use num_layers <= "
+            f"{budget // thinnest:,}, or raise parameters.",
+            field=f"{field}.num_layers",
+        )
+    if width_given is not None:
+        per_layer = attention + 3 * hidden * width_given
+        layers = budget // per_layer
+        if layers < 1:
+            widest = (budget - attention) // (3 * hidden)
+            raise InvalidSpecError(
+                f"{field}.intermediate_size ({width_given:,}) is too wide for "
+                f"{field}.parameters ({total:,}): one layer at hidden size {hidden:,} would "
+                f"hold {per_layer:,} parameters, but {budget:,} are left after the "
+                f"embeddings; use intermediate_size <= {widest:,}, or raise parameters.",
+                field=f"{field}.intermediate_size",
+            )
+        if layers > MAX_LAYERS:
+            raise InvalidSpecError(
+                f"{field}.intermediate_size ({width_given:,}) is so narrow that "
+                f"{field}.parameters ({total:,}) needs {layers:,} layers at hidden size "
+                f"{hidden:,}, above {MAX_LAYERS:,}; raise intermediate_size or give "
+                "num_layers.",
+                field=f"{field}.intermediate_size",
+            )
+        return layers, width_given
+    if layers_given is not None:
+        width = (budget - layers_given * attention) // (3 * hidden * layers_given)
+        if width > MAX_INTERMEDIATE:
+            raise InvalidSpecError(
+                f"{field}.num_layers ({layers_given:,}) is too few for {field}.parameters "
+                f"({total:,}) at hidden size {hidden:,}: the MLP would be {width:,} wide, above "
+                f"{MAX_INTERMEDIATE:,}; raise num_layers or hidden_size, or give "
+                "intermediate_size.",
+                field=f"{field}.num_layers",
+            )
+        return layers_given, width
+    per_layer_default = attention + 3 * hidden * _default_mlp_width(hidden)
+    layers = min(max(1, round(budget / per_layer_default)), budget // thinnest, MAX_LAYERS)
+    width = (budget - layers * attention) // (3 * hidden * layers)
+    if width > MAX_INTERMEDIATE:
+        raise InvalidSpecError(
+            f"{field}.parameters ({total:,}) needs {layers:,} layers with an MLP width of "
+            f"{width:,} at hidden size {hidden:,}, above {MAX_INTERMEDIATE:,}; give a larger "
+            "hidden_size, or num_layers and intermediate_size that fit together.",
+            field=f"{field}.parameters",
+        )
+    return layers, width
+
+
 def generic_decoder(spec: ModelSpec, *, field: str = "model") -> Architecture:
     """A Llama-like dense decoder with exactly ``spec.parameters`` parameters.
 
@@ -129,7 +227,7 @@ def generic_decoder(spec: ModelSpec, *, field: str = "model") -> Architecture:
     heads_given = _check(spec.num_attention_heads, f"{field}.num_attention_heads", MAX_HEADS)
     kv_given = _check(spec.num_kv_heads, f"{field}.num_kv_heads", MAX_HEADS)
     head_dim_given = _check(spec.head_dim, f"{field}.head_dim", MAX_HEAD_DIM)
-    width_given = _check(spec.intermediate_size, f"{field}.intermediate_size", MAX_INTERMEDIATE)
+    _check(spec.intermediate_size, f"{field}.intermediate_size", MAX_INTERMEDIATE)
 
     if hidden_given is not None:
         hidden = hidden_given
@@ -174,33 +272,16 @@ def generic_decoder(spec: ModelSpec, *, field: str = "model") -> Architecture:
     attention = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
     norms = 2 * hidden
     budget = total - embedding - lm_head - hidden  # minus the final norm
-    too_small = InvalidSpecError(
-        f"{field}.parameters ({total:,}) is too small for a decoder with a {vocab:,}-row "
-        f"vocabulary and hidden size {hidden:,} (embeddings {embedding + lm_head:,} plus at "
-        "least one layer); give vocab_size and hidden_size that fit, or send the config.",
-        field=f"{field}.parameters",
+    layers, width = _fit_layers(
+        spec,
+        field=field,
+        total=total,
+        budget=budget,
+        hidden=hidden,
+        vocab=vocab,
+        attention=attention + norms,
+        embeddings_count=embedding + lm_head,
     )
-    if width_given is not None:
-        width = width_given
-        per_layer = attention + norms + 3 * hidden * width
-        layers = layers_given or budget // per_layer
-    else:
-        per_layer_default = attention + norms + 3 * hidden * _default_mlp_width(hidden)
-        layers = layers_given or min(
-            max(1, round(budget / per_layer_default)),
-            budget // (attention + norms + 3 * hidden),
-            MAX_LAYERS,
-        )
-        width = (budget - layers * (attention + norms)) // (3 * hidden * max(1, layers))
-    if layers < 1 or width < 1:
-        raise too_small
-    if layers > MAX_LAYERS or width > MAX_INTERMEDIATE:
-        raise InvalidSpecError(
-            f"{field}.parameters ({total:,}) needs {layers:,} layers with an MLP width of "
-            f"{width:,} at hidden size {hidden:,}; give num_layers, hidden_size or "
-            "intermediate_size that fit together.",
-            field=f"{field}.parameters",
-        )
 
     linears = [
         *attention_linears(
@@ -217,9 +298,20 @@ def generic_decoder(spec: ModelSpec, *, field: str = "model") -> Architecture:
     linear = sum(m.parameters for m in linears)
     other = total - embedding - lm_head - linear
     if other < 0:
+        given = _given(
+            spec,
+            field,
+            "num_layers",
+            "hidden_size",
+            "num_attention_heads",
+            "num_kv_heads",
+            "head_dim",
+            "intermediate_size",
+            "vocab_size",
+        )
         raise InvalidSpecError(
-            f"{field}.parameters ({total:,}) is smaller than the {total - other:,} parameters the "
-            "given architecture numbers describe; fix the count or the numbers.",
+            f"{field}.parameters ({total:,}) is smaller than the {total - other:,} parameters "
+            f"that {', '.join(given)} describe; fix the count or those numbers.",
             field=f"{field}.parameters",
         )
     params = count_parameters(

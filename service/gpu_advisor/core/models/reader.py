@@ -5,9 +5,8 @@ wrong type or an absurd size becomes an :class:`~gpu_advisor.core.errors.Invalid
 names the key's dotted path (``model.config.num_attention_heads``) and says what to fix. Nothing
 else (``KeyError``, ``TypeError``, ``ZeroDivisionError``) may leave a parser.
 
-The bounds below are far above every published model (the largest configs in
-``shared/data/hf-configs`` have 126 layers, hidden 16,384, 256 experts and a 262,208-row
-vocabulary) and keep all later arithmetic small and fast (issue 3, "Bad configs").
+The size bounds (``MAX_LAYERS`` ...) live in :mod:`gpu_advisor.core.limits`, shared with the
+request schema, and are re-exported here for the parsers.
 """
 
 from __future__ import annotations
@@ -16,19 +15,33 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from gpu_advisor.core.errors import InvalidSpecError
+from gpu_advisor.core.limits import (
+    MAX_EXPERTS,
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_INTERMEDIATE,
+    MAX_LAYERS,
+    MAX_POSITIONS,
+    MAX_TOTAL_PARAMETERS,
+    MAX_VOCAB,
+    MAX_WINDOW,
+)
 
-MAX_LAYERS: Final = 10_000
-MAX_HIDDEN: Final = 1_000_000
-MAX_HEADS: Final = 10_000
-MAX_HEAD_DIM: Final = 100_000
-MAX_INTERMEDIATE: Final = 10_000_000
-MAX_VOCAB: Final = 10_000_000
-"""Vocabulary rows; the largest real tokenizers have ~262k entries (issue 3: > 10**7 is absurd)."""
-MAX_EXPERTS: Final = 100_000
-MAX_POSITIONS: Final = 100_000_000
-MAX_WINDOW: Final = 2**31
-MAX_TOTAL_PARAMETERS: Final = 10**14
-"""Above this a config is rejected as absurd (issue 3: "10^15 parameters")."""
+__all__ = [
+    "MAX_EXPERTS",
+    "MAX_HEADS",
+    "MAX_HEAD_DIM",
+    "MAX_HIDDEN",
+    "MAX_INTERMEDIATE",
+    "MAX_LAYERS",
+    "MAX_POSITIONS",
+    "MAX_TOTAL_PARAMETERS",
+    "MAX_VOCAB",
+    "MAX_WINDOW",
+    "ConfigReader",
+    "show_value",
+]
 
 _MISSING: Final = object()
 
