@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
+from gpu_advisor.core.spec import MODEL_SHAPE_FIELDS
+
 
 def _field_error(response: Any, field: str, status: int = 400) -> str:
     assert response.status_code == status, response.text
@@ -40,18 +42,7 @@ def test_model_parameters_has_the_servers_minimum(client: TestClient) -> None:  
     _field_error(client.post("/v1/estimate", json=body), "model.parameters")
 
 
-@pytest.mark.parametrize(
-    "field",
-    [
-        "num_layers",
-        "hidden_size",
-        "num_attention_heads",
-        "num_kv_heads",
-        "head_dim",
-        "intermediate_size",
-        "vocab_size",
-    ],
-)
+@pytest.mark.parametrize("field", MODEL_SHAPE_FIELDS)
 def test_model_numbers_at_the_schema_maximum_pass_the_servers_range_check(
     client: TestClient,  # type: ignore[type-arg]
     field: str,

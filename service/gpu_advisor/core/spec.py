@@ -110,6 +110,18 @@ class _Request(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
 # --- model -----------------------------------------------------------------------------------
 
 
+MODEL_SHAPE_FIELDS: Final = (
+    "num_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "num_kv_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+)
+"""The :class:`ModelSpec` fields that refine a bare parameter count into an architecture."""
+
+
 class ModelSpec(_Request, frozen=True):
     """Which model: exactly one of ``preset``, ``config`` or ``parameters``.
 

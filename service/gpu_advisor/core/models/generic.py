@@ -30,9 +30,7 @@ from typing import Final
 
 from gpu_advisor.core.architecture import Architecture
 from gpu_advisor.core.errors import InvalidSpecError
-from gpu_advisor.core.models.common import count_parameters
-from gpu_advisor.core.models.llama_like import attention_linears, embeddings, gated_mlp_linears
-from gpu_advisor.core.models.reader import (
+from gpu_advisor.core.limits import (
     MAX_HEAD_DIM,
     MAX_HEADS,
     MAX_HIDDEN,
@@ -41,7 +39,9 @@ from gpu_advisor.core.models.reader import (
     MAX_TOTAL_PARAMETERS,
     MAX_VOCAB,
 )
-from gpu_advisor.core.spec import ModelSpec
+from gpu_advisor.core.models.common import count_parameters
+from gpu_advisor.core.models.llama_like import attention_linears, embeddings, gated_mlp_linears
+from gpu_advisor.core.spec import MODEL_SHAPE_FIELDS, ModelSpec
 
 DEFAULT_VOCAB: Final = 32_000
 """Llama-2 tokenizer size (``meta-llama/Llama-2-7b-hf`` config.json ``vocab_size``)."""
@@ -298,17 +298,7 @@ def generic_decoder(spec: ModelSpec, *, field: str = "model") -> Architecture:
     linear = sum(m.parameters for m in linears)
     other = total - embedding - lm_head - linear
     if other < 0:
-        given = _given(
-            spec,
-            field,
-            "num_layers",
-            "hidden_size",
-            "num_attention_heads",
-            "num_kv_heads",
-            "head_dim",
-            "intermediate_size",
-            "vocab_size",
-        )
+        given = _given(spec, field, *MODEL_SHAPE_FIELDS)
         raise InvalidSpecError(
             f"{field}.parameters ({total:,}) is smaller than the {total - other:,} parameters "
             f"that {', '.join(given)} describe; fix the count or those numbers.",

@@ -7,17 +7,7 @@ from gpu_advisor.core.errors import InvalidSpecError
 from gpu_advisor.core.models.generic import generic_decoder
 from gpu_advisor.core.models.parse import parse_hf_config
 from gpu_advisor.core.models.presets import get_preset
-from gpu_advisor.core.spec import ModelSpec
-
-_SHAPE_FIELDS = (
-    "num_layers",
-    "hidden_size",
-    "num_attention_heads",
-    "num_kv_heads",
-    "head_dim",
-    "intermediate_size",
-    "vocab_size",
-)
+from gpu_advisor.core.spec import MODEL_SHAPE_FIELDS, ModelSpec
 
 
 def resolve_model(spec: ModelSpec, *, field: str = "model") -> Architecture:
@@ -56,7 +46,7 @@ def resolve_model(spec: ModelSpec, *, field: str = "model") -> Architecture:
             f"{field} needs exactly one of preset, config or parameters ({found}).", field=field
         )
     if spec.parameters is None:
-        for key in _SHAPE_FIELDS:
+        for key in MODEL_SHAPE_FIELDS:
             if getattr(spec, key) is not None:
                 raise InvalidSpecError(
                     f"{field}.{key} refines a bare parameter count only; a {given[0]} already "
