@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
+from tests.api.answers import body_of, field_error
+
 pytestmark = pytest.mark.filterwarnings("error")
 
 TINY = sys.float_info.min * sys.float_info.epsilon  # 5e-324, the smallest positive float
@@ -32,20 +34,6 @@ MAX_HOURS = 1e6
 
 def _training(**fields: Any) -> dict[str, Any]:
     return {"kind": "training", "method": "qlora", **fields}
-
-
-def _status(response: Any, *allowed: int) -> dict[str, Any]:
-    assert response.status_code in allowed, response.text
-    body: dict[str, Any] = response.json()
-    return body
-
-
-def _field_error(response: Any, field: str, status: int = 400) -> str:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    fields = {e["field"]: e["message"] for e in response.json()["errors"]}
-    assert field in fields, fields
-    return fields[field]
 
 
 # --- extreme but allowed ----------------------------------------------------------------
@@ -97,7 +85,7 @@ def test_recommendations_at_the_bounds_do_not_overflow(
         "objective": objective,
         "top_k": 100,
     }
-    answer = _status(client.post("/v1/recommendations", json=body), 200, 422)
+    answer = body_of(client.post("/v1/recommendations", json=body), 200, 422)
     for rec in answer.get("recommendations", []):
         for key in ("total_usd", "per_million_tokens_usd", "price_per_hour_usd"):
             value = rec["cost"].get(key)
@@ -113,7 +101,7 @@ def test_the_largest_model_at_the_largest_run_does_not_overflow(
         "constraints": HIGH_CONSTRAINTS,
         "objective": "time_to_result",
     }
-    _status(client.post("/v1/recommendations", json=body), 200, 422)
+    body_of(client.post("/v1/recommendations", json=body), 200, 422)
 
 
 @pytest.mark.parametrize(
@@ -134,7 +122,7 @@ def test_check_at_the_bounds_does_not_overflow(
         "deadline_hours": deadline,
         "min_headroom_fraction": 0.99,
     }
-    _status(client.post("/v1/check", json=body), 200, 422)
+    body_of(client.post("/v1/check", json=body), 200, 422)
 
 
 @pytest.mark.parametrize("workload", [TRAINING_EXTREMES[0], INFERENCE_EXTREMES[0]])
@@ -146,7 +134,7 @@ def test_estimate_at_the_bounds_does_not_overflow(
         body: dict[str, Any] = {"model": PRESET, "workload": workload}
         if hardware is not None:
             body["hardware"] = hardware
-        _status(client.post("/v1/estimate", json=body), 200, 422)
+        body_of(client.post("/v1/estimate", json=body), 200, 422)
 
 
 # --- just outside: a 400 naming the field --------------------------------------------------
@@ -170,7 +158,7 @@ def test_training_fields_outside_their_bounds_are_a_400(
     field: str,
 ) -> None:
     body = {"model": PRESET, "workload": workload, "top_k": 1}
-    _field_error(client.post("/v1/recommendations", json=body), field)
+    field_error(client.post("/v1/recommendations", json=body), field)
 
 
 @pytest.mark.parametrize(
@@ -196,7 +184,7 @@ def test_constraints_outside_their_bounds_are_a_400(
         "workload": _training(tokens=1e9),
         "constraints": constraints,
     }
-    _field_error(client.post("/v1/recommendations", json=body), field)
+    field_error(client.post("/v1/recommendations", json=body), field)
 
 
 @pytest.mark.parametrize(
@@ -218,7 +206,7 @@ def test_check_budget_and_deadline_outside_their_bounds_are_a_400(
         "target": {"gpu": "H100", "gpu_count": 8},
         **extra,
     }
-    _field_error(client.post("/v1/check", json=body), field)
+    field_error(client.post("/v1/check", json=body), field)
 
 
 # --- tokens: at least one optimizer step ---------------------------------------------------
@@ -239,8 +227,8 @@ def test_tokens_below_one_optimizer_step_are_a_422(
     step: str,
 ) -> None:
     body = {"model": PRESET, "workload": workload, "top_k": 1}
-    message = _field_error(client.post("/v1/recommendations", json=body), "workload.tokens", 422)
+    message = field_error(client.post("/v1/recommendations", json=body), "workload.tokens", 422)
     assert f"raise tokens to at least {step}" in message
     # exactly one step is accepted
     exact = {**workload, "tokens": float(step.replace(",", ""))}
-    _status(client.post("/v1/recommendations", json={**body, "workload": exact}), 200)
+    body_of(client.post("/v1/recommendations", json={**body, "workload": exact}), 200)

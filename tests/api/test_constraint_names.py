@@ -16,6 +16,7 @@ from gpu_advisor.catalog.reference import load_providers
 from gpu_advisor.catalog.service import CatalogService
 from gpu_advisor.core.errors import InvalidSpecError
 from gpu_advisor.core.spec import RecommendationRequest
+from tests.api.answers import problem_of
 
 BASE: dict[str, Any] = {
     "model": {"preset": "meta-llama/Llama-3.1-8B"},
@@ -27,17 +28,10 @@ def _post(client: TestClient, constraints: dict[str, Any]) -> Any:  # type: igno
     return client.post("/v1/recommendations", json={**BASE, "constraints": constraints})
 
 
-def _problem(response: Any, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, Any] = response.json()
-    return body
-
-
 def test_an_unknown_provider_is_a_422_naming_it_and_the_known_ones(
     client: TestClient,  # type: ignore[type-arg]
 ) -> None:
-    problem = _problem(_post(client, {"providers": ["aws", "lamdba"]}), 422)
+    problem = problem_of(_post(client, {"providers": ["aws", "lamdba"]}), 422)
     [error] = problem["errors"]
     assert error["field"] == "constraints.providers.1"
     assert "'lamdba'" in error["message"]
@@ -60,7 +54,7 @@ def test_an_empty_filter_list_is_a_400_naming_the_field(
     field: str,
 ) -> None:
     # [] would allow nothing; omitting the field allows everything.
-    [error] = _problem(_post(client, {field: []}), 400)["errors"]
+    [error] = problem_of(_post(client, {field: []}), 400)["errors"]
     assert error["field"] == f"constraints.{field}"
     assert "length >= 1" in error["message"]
 
@@ -97,7 +91,7 @@ def anyio_backend() -> str:
 def test_an_unknown_region_is_a_422_with_the_closest_regions(client: TestClient) -> None:  # type: ignore[type-arg]
     # "us-east1" is GCP's spelling; AWS's is "us-east-1". The catalog holds both, so a region
     # is unknown only when no offer at all is in it.
-    problem = _problem(_post(client, {"regions": ["us-east-1", "us-eest-1"]}), 422)
+    problem = problem_of(_post(client, {"regions": ["us-east-1", "us-eest-1"]}), 422)
     [error] = problem["errors"]
     assert error["field"] == "constraints.regions.1"
     assert "'us-eest-1'" in error["message"]
@@ -110,5 +104,5 @@ def test_an_unknown_region_is_a_422_with_the_closest_regions(client: TestClient)
 
 
 def test_a_misspelt_provider_gets_the_closest_name(client: TestClient) -> None:  # type: ignore[type-arg]
-    [error] = _problem(_post(client, {"providers": ["lamdba"]}), 422)["errors"]
+    [error] = problem_of(_post(client, {"providers": ["lamdba"]}), 422)["errors"]
     assert error["message"].endswith("did you mean lambda?")

@@ -9,18 +9,12 @@ import pytest
 from litestar.testing import TestClient
 
 from gpu_advisor.nesting import MAX_NESTING_DEPTH, json_too_deep
+from tests.api.answers import problem_of
 
 PLANNING = ["/v1/estimate", "/v1/recommendations", "/v1/check"]
 PRESET = '{"preset":"meta-llama/Llama-3.1-8B"}'
 WORKLOAD = '{"kind":"inference"}'
 TARGET = '{"gpu":"H100"}'
-
-
-def _problem(response: Any, status: int = 400) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, Any] = response.json()
-    return body
 
 
 def _body(model: str = PRESET, constraints: str = "{}", path: str = "/v1/estimate") -> bytes:
@@ -38,7 +32,9 @@ def test_config_nested_1000_deep_is_a_400_naming_the_field(
     path: str,
 ) -> None:
     config = '{"a":' * 1000 + "1" + "}" * 1000
-    problem = _problem(client.post(path, content=_body(model=f'{{"config":{config}}}', path=path)))
+    problem = problem_of(
+        client.post(path, content=_body(model=f'{{"config":{config}}}', path=path))
+    )
     [error] = problem["errors"]
     # Levels: body 1, model 2, config 3, then the 30 "a" objects up to level 32; the value
     # of the 30th "a" opens level 33.
@@ -50,7 +46,7 @@ def test_config_nested_1000_deep_is_a_400_naming_the_field(
 def test_5000_nested_lists_in_gpu_types_are_a_400(client: TestClient) -> None:  # type: ignore[type-arg]
     gpu_types = "[" * 5000 + "]" * 5000
     body = _body(constraints=f'{{"gpu_types":{gpu_types}}}', path="/v1/recommendations")
-    problem = _problem(client.post("/v1/recommendations", content=body))
+    problem = problem_of(client.post("/v1/recommendations", content=body))
     # body 1, constraints 2, gpu_types' list 3, then 29 inner lists (index 0 each) to 32.
     assert problem["errors"][0]["field"] == "constraints.gpu_types" + ".0" * 30
 
@@ -72,7 +68,7 @@ def test_empty_body_says_a_body_is_required(
     response = client.post(
         "/v1/estimate", content=content, headers={"content-type": "application/json"}
     )
-    problem = _problem(response)
+    problem = problem_of(response)
     assert problem["detail"] == "request body is required (JSON object)"
     assert problem["errors"] == [
         {"field": None, "message": "request body is required (JSON object)", "source": "body"}
@@ -80,14 +76,14 @@ def test_empty_body_says_a_body_is_required(
 
 
 def test_malformed_json_is_a_validation_problem(client: TestClient) -> None:  # type: ignore[type-arg]
-    problem = _problem(client.post("/v1/estimate", content=b'{"model": '))
+    problem = problem_of(client.post("/v1/estimate", content=b'{"model": '))
     assert problem["type"].endswith("/validation")
     assert problem["errors"][0]["source"] == "body"
     assert problem["errors"][0]["message"].startswith("not valid JSON: ")
 
 
 def test_query_errors_say_query_and_list_enum_values(client: TestClient) -> None:  # type: ignore[type-arg]
-    problem = _problem(client.get("/v1/offers", params={"sort": "cheapest", "limit": 0}))
+    problem = problem_of(client.get("/v1/offers", params={"sort": "cheapest", "limit": 0}))
     errors = {e["field"]: e for e in problem["errors"]}
     assert errors["limit"]["source"] == "query"
     assert errors["sort"]["source"] == "query"
@@ -101,7 +97,7 @@ def test_query_errors_say_query_and_list_enum_values(client: TestClient) -> None
 def test_unknown_query_parameters_are_rejected_like_unknown_body_fields(
     client: TestClient,  # type: ignore[type-arg]
 ) -> None:
-    problem = _problem(client.get("/v1/offers", params={"min_gpu": 8, "colour": "red"}))
+    problem = problem_of(client.get("/v1/offers", params={"min_gpu": 8, "colour": "red"}))
     assert [(e["field"], e["source"]) for e in problem["errors"]] == [
         ("colour", "query"),
         ("min_gpu", "query"),
@@ -109,14 +105,14 @@ def test_unknown_query_parameters_are_rejected_like_unknown_body_fields(
     assert "min_gpus" in problem["errors"][1]["message"]  # the parameters it does take
     assert client.get("/v1/offers", params={"min_gpus": 8, "limit": 1}).status_code == 200
     body_route = client.post("/v1/estimate?verbose=1", content=_body())
-    assert _problem(body_route)["errors"][0]["field"] == "verbose"
+    assert problem_of(body_route)["errors"][0]["field"] == "verbose"
 
 
 def test_a_query_parameter_given_twice_is_a_400_naming_it(
     client: TestClient,  # type: ignore[type-arg]
 ) -> None:
     # ?gpu=A100&gpu=H100 would otherwise list H100s only (the last value wins)
-    problem = _problem(client.get("/v1/offers?gpu=A100&gpu=H100&limit=1&limit=2"))
+    problem = problem_of(client.get("/v1/offers?gpu=A100&gpu=H100&limit=1&limit=2"))
     assert [(e["field"], e["source"]) for e in problem["errors"]] == [
         ("gpu", "query"),
         ("limit", "query"),
@@ -131,7 +127,7 @@ def test_query_checks_repeat_alike_and_cover_options_requests(
     # alike, and Litestar's own OPTIONS handler (which takes no weak reference) still answers
     # a 4xx, never a 500.
     for _ in range(2):
-        problem = _problem(client.get("/v1/offers", params={"colour": "red"}))
+        problem = problem_of(client.get("/v1/offers", params={"colour": "red"}))
         assert [e["field"] for e in problem["errors"]] == ["colour"]
     options = client.options("/v1/offers", params={"gpu": "H100"})
     assert options.status_code < 500, options.text
@@ -145,7 +141,7 @@ def test_numbers_sent_as_strings_are_400_naming_the_field(
     # JSON has numbers; "4096" is a string. msgspec's strict rules (the CLI's) reject it, as
     # they reject true or 4.5 for an integer: the HTTP API must not read it as 4096.
     body = _body(path=path).replace(b'"kind":"inference"', b'"kind":"inference","concurrency":"4"')
-    [error] = _problem(client.post(path, content=body))["errors"]
+    [error] = problem_of(client.post(path, content=body))["errors"]
     assert error == {
         "field": "workload.concurrency",
         "message": "Expected `int`, got `str`",
@@ -158,14 +154,14 @@ def test_body_enum_and_tag_errors_list_the_allowed_values(client: TestClient) ->
         "/v1/estimate",
         json={"model": {"preset": "x"}, "workload": {"kind": "inference", "engine": "tgi"}},
     )
-    [error] = _problem(engine)["errors"]
+    [error] = problem_of(engine)["errors"]
     assert error == {
         "field": "workload.engine",
         "message": "Invalid enum value 'tgi'; use one of: generic, vllm",  # spec.Engine
         "source": "body",
     }
     kind = client.post("/v1/estimate", json={"model": {"preset": "x"}, "workload": {"kind": "x"}})
-    [error] = _problem(kind)["errors"]
+    [error] = problem_of(kind)["errors"]
     assert error["field"] == "workload.kind"
     assert error["message"] == "Invalid value 'x'; use one of: inference, training"
 
@@ -175,12 +171,12 @@ def test_list_items_are_named_with_dots_everywhere(client: TestClient) -> None: 
         "/v1/recommendations",
         content=_body(constraints='{"gpu_types":["H100",""]}', path="/v1/recommendations"),
     )
-    assert _problem(decode)["errors"][0]["field"] == "constraints.gpu_types.1"
+    assert problem_of(decode)["errors"][0]["field"] == "constraints.gpu_types.1"
     domain = client.post(
         "/v1/recommendations",
         content=_body(constraints='{"gpu_types":["H100","Z9"]}', path="/v1/recommendations"),
     )
-    assert _problem(domain, 422)["errors"][0]["field"] == "constraints.gpu_types.1"
+    assert problem_of(domain, 422)["errors"][0]["field"] == "constraints.gpu_types.1"
 
 
 @pytest.mark.parametrize(
@@ -307,7 +303,7 @@ def test_hardware_family_name_takes_the_default_variant_and_says_so(
 
 def test_an_unknown_preset_names_its_field_once(client: TestClient) -> None:  # type: ignore[type-arg]
     body = {"model": {"preset": "meta-llama/Llama-9-1T"}, "workload": {"kind": "inference"}}
-    problem = _problem(client.post("/v1/estimate", json=body), 422)
+    problem = problem_of(client.post("/v1/estimate", json=body), 422)
     [error] = problem["errors"]
     assert error["field"] == "model.preset"
     assert error["message"].startswith("'meta-llama/Llama-9-1T' is not a known preset.")

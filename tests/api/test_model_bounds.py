@@ -10,21 +10,7 @@ import pytest
 from litestar.testing import TestClient
 
 from gpu_advisor.core.spec import MODEL_SHAPE_FIELDS
-
-
-def _field_error(response: Any, field: str, status: int = 400) -> str:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    fields = {e["field"]: e["message"] for e in response.json()["errors"]}
-    assert field in fields, fields
-    return fields[field]
-
-
-def _status(response: Any, *allowed: int) -> dict[str, Any]:
-    assert response.status_code in allowed, response.text
-    body: dict[str, Any] = response.json()
-    return body
-
+from tests.api.answers import body_of, field_error
 
 # --- the OpenAPI document states what the server enforces ----------------------------------
 
@@ -39,7 +25,7 @@ def test_model_parameters_has_the_servers_minimum(client: TestClient) -> None:  
     # the generic decoder rounds the count to an integer and needs at least 1
     assert _model_schema(client)["parameters"]["minimum"] == 1
     body = {"model": {"parameters": 0.5}, "workload": {"kind": "inference"}}
-    _field_error(client.post("/v1/estimate", json=body), "model.parameters")
+    field_error(client.post("/v1/estimate", json=body), "model.parameters")
 
 
 @pytest.mark.parametrize("field", MODEL_SHAPE_FIELDS)
@@ -57,7 +43,7 @@ def test_model_numbers_at_the_schema_maximum_pass_the_servers_range_check(
     assert response.status_code in (200, 422), response.text
     assert "must be between" not in response.text
     body["model"][field] = maximum + 1
-    _field_error(client.post("/v1/estimate", json=body), f"model.{field}")
+    field_error(client.post("/v1/estimate", json=body), f"model.{field}")
 
 
 def test_vocab_size_maximum_is_ten_million(client: TestClient) -> None:  # type: ignore[type-arg]
@@ -72,7 +58,7 @@ def test_a_too_wide_intermediate_size_is_named(client: TestClient) -> None:  # t
         "model": {"parameters": 7e9, "intermediate_size": 10_000_000},
         "workload": {"kind": "inference"},
     }
-    message = _field_error(client.post("/v1/estimate", json=body), "model.intermediate_size", 422)
+    message = field_error(client.post("/v1/estimate", json=body), "model.intermediate_size", 422)
     # 7e9 gives hidden 4,096 (32 heads of 128, MHA); embeddings and untied head
     # 2 x 32,000 x 4,096 = 262,144,000 and the final norm 4,096 leave
     # 7,000,000,000 - 262,144,000 - 4,096 = 6,737,851,904 for the layers. One layer is
@@ -83,6 +69,6 @@ def test_a_too_wide_intermediate_size_is_named(client: TestClient) -> None:  # t
     assert "6,737,851,904" in message
     assert "intermediate_size <= 542,865" in message
     ok = {**body, "model": {"parameters": 7e9, "intermediate_size": 542_865}}
-    _status(client.post("/v1/estimate", json=ok), 200)
+    body_of(client.post("/v1/estimate", json=ok), 200)
     too_wide = {**body, "model": {"parameters": 7e9, "intermediate_size": 542_866}}
-    _field_error(client.post("/v1/estimate", json=too_wide), "model.intermediate_size", 422)
+    field_error(client.post("/v1/estimate", json=too_wide), "model.intermediate_size", 422)
