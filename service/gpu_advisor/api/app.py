@@ -19,7 +19,7 @@ from litestar.di import NamedDependency, Provide
 from litestar.enums import MediaType
 from litestar.exceptions import HTTPException
 from litestar.middleware.rate_limit import RateLimitConfig
-from litestar.openapi import OpenAPIConfig
+from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 from litestar.types import ControllerRouterHandler, Scope
@@ -78,7 +78,18 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@get("/readyz", tags=["operations"], summary="Readiness")
+@get(
+    "/readyz",
+    tags=["operations"],
+    summary="Readiness",
+    responses={
+        HTTP_503_SERVICE_UNAVAILABLE: ResponseSpec(
+            data_container=Readiness,
+            description="Starting up or shutting down: send no traffic yet (the same body).",
+            generate_examples=False,
+        )
+    },
+)
 async def readyz(lifecycle: NamedDependency[Lifecycle], state: State) -> Response[Readiness]:
     """Readiness: 200 once start-up has finished, 503 while starting or shutting down."""
     catalog = state.get("catalog")

@@ -202,7 +202,10 @@ def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
         404: "Not found.",
         413: "Request body larger than the configured limit.",
         422: "Well-formed but cannot be answered: unknown preset or GPU, impossible plan...",
-        429: "Rate limit exceeded for this client.",
+        429: (
+            "Rate limit exceeded for this client (GPU_ADVISOR_RATE_LIMIT_PER_MINUTE); "
+            "Retry-After says when to retry."
+        ),
     }
     return {
         status: ResponseSpec(
@@ -213,7 +216,3 @@ def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:
         )
         for status in statuses
     }
-
-
-CLIENT_ERRORS = problem_responses(400, 422)
-"""The problem responses of every endpoint that takes input."""

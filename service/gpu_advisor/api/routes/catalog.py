@@ -72,7 +72,7 @@ def _service(state: State) -> CatalogService:
     "/v1/offers",
     tags=["catalog"],
     summary="List normalised offers",
-    responses=problem_responses(400, 422),
+    responses=problem_responses(400, 422, 429),
 )
 async def list_offers(
     state: State,
@@ -162,7 +162,12 @@ async def list_offers(
     )
 
 
-@get("/v1/catalog", tags=["catalog"], summary="Catalog sources and freshness")
+@get(
+    "/v1/catalog",
+    tags=["catalog"],
+    summary="Catalog sources and freshness",
+    responses=problem_responses(429),
+)
 async def catalog_status(state: State) -> CatalogStatus:
     """Sources, fetched_at, TTL, stale flag, offer count, dropped/corrected rows by reason."""
     service = _service(state)
@@ -200,7 +205,7 @@ def _bearer(request: Request[Any, Any, Any]) -> str:
     tags=["catalog"],
     summary="Refresh the catalog now (admin token)",
     status_code=200,
-    responses=problem_responses(400, 401, 403, 404),
+    responses=problem_responses(400, 401, 403, 404, 429),
 )
 async def refresh_catalog(
     request: Request[Any, Any, Any],
@@ -221,7 +226,13 @@ async def refresh_catalog(
     return await service.refresh(force=force)
 
 
-@get("/v1/gpus", tags=["catalog"], summary="The GPU table", sync_to_thread=False)
+@get(
+    "/v1/gpus",
+    tags=["catalog"],
+    summary="The GPU table",
+    sync_to_thread=False,
+    responses=problem_responses(429),
+)
 def list_gpus(state: State) -> GpuList:
     """Every known GPU: marketed and exposed memory (bytes), bandwidth, dense TFLOPS, source."""
     gpus: GpuCatalog = state.gpus

@@ -5,6 +5,7 @@ from __future__ import annotations
 from litestar import get
 from msgspec import Struct
 
+from gpu_advisor.api.problems import problem_responses
 from gpu_advisor.core.models import PresetInfo, list_presets
 
 
@@ -14,7 +15,13 @@ class ModelList(Struct, frozen=True, kw_only=True):
     models: list[PresetInfo]
 
 
-@get("/v1/models", sync_to_thread=False, tags=["models"], summary="Model presets")
+@get(
+    "/v1/models",
+    sync_to_thread=False,
+    tags=["models"],
+    summary="Model presets",
+    responses=problem_responses(429),
+)
 def list_models() -> ModelList:
     """Every preset with its total and active parameter counts and main shape numbers."""
     return ModelList(models=list_presets())

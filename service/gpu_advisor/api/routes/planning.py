@@ -42,7 +42,7 @@ def planning_services(state: State) -> tuple[Advisor, Metrics]:
     tags=["planning"],
     summary="Rank cloud GPU instances for a workload",
     operation_class=TextTableOperation,
-    responses=problem_responses(400, 413, 422),
+    responses=problem_responses(400, 413, 422, 429),
 )
 async def recommendations(
     request: Request[Any, Any, Any],
@@ -63,7 +63,7 @@ async def recommendations(
     tags=["planning"],
     summary="Memory and speed of a workload, per GPU",
     operation_class=TextTableOperation,
-    responses=problem_responses(400, 413, 422),
+    responses=problem_responses(400, 413, 422, 429),
 )
 async def estimate(
     request: Request[Any, Any, Any],
@@ -86,7 +86,7 @@ async def estimate(
     tags=["planning"],
     summary="CI gate: does a workload fit its target, within headroom, budget and deadline",
     operation_class=TextTableOperation,
-    responses=problem_responses(400, 404, 413, 422),
+    responses=problem_responses(400, 404, 413, 422, 429),
 )
 async def check(
     request: Request[Any, Any, Any],
