@@ -69,10 +69,18 @@ MAX_BUDGET_USD: Final = 1e12
 MAX_HOURS: Final = 1e6
 """About 114 years (10^6 / 8,766 hours per year)."""
 
+POSITIVE_IN_SCHEMA: Final = {"extra": {"exclusiveMinimum": 0}}
+"""``Meta(extra_json_schema=...)`` for an optional field that must be > 0: Litestar 2.25 copies
+an optional field's bounds into the OpenAPI schema only when truthy
+(``_apply_kwarg_definition_metadata``), so ``gt=0`` alone never shows there; its msgspec
+plugin copies ``extra_json_schema["extra"]`` as it is. The ``gt=0`` next to it is what the
+server enforces."""
+
 PricePerHourUsd = Annotated[
     float,
     Meta(
         gt=0,
+        extra_json_schema=POSITIVE_IN_SCHEMA,
         le=MAX_PRICE_PER_HOUR_USD,
         description=(
             "Most the whole deployment may cost per hour (instance price x nodes), USD; at most "
@@ -84,6 +92,7 @@ BudgetUsd = Annotated[
     float,
     Meta(
         gt=0,
+        extra_json_schema=POSITIVE_IN_SCHEMA,
         le=MAX_BUDGET_USD,
         description=(
             "Most the whole run may cost, USD (training needs `tokens`); at most 1e12, above "
@@ -95,6 +104,7 @@ DeadlineHours = Annotated[
     float,
     Meta(
         gt=0,
+        extra_json_schema=POSITIVE_IN_SCHEMA,
         le=MAX_HOURS,
         description=(
             "Training only: hours the run may take (needs `tokens`); at most 1e6 (~114 years)."
@@ -226,7 +236,15 @@ class TrainingWorkload(_Request, frozen=True, tag="training", tag_field="kind"):
     cpu_offload_optimizer: bool = False
     lora_rank: Annotated[int, Meta(ge=1, le=65_536)] = 16
     lora_alpha: (
-        Annotated[float, Meta(gt=0, le=1e6, description="LoRA scale numerator (at most 1e6).")]
+        Annotated[
+            float,
+            Meta(
+                gt=0,
+                le=1e6,
+                description="LoRA scale numerator (at most 1e6).",
+                extra_json_schema=POSITIVE_IN_SCHEMA,
+            ),
+        ]
         | None
     ) = None
     lora_dropout: Annotated[
@@ -333,7 +351,15 @@ class InferenceWorkload(_Request, frozen=True, tag="inference", tag_field="kind"
     ) = None
     output_tokens: Annotated[int, Meta(ge=1, le=10_485_760)] = 256
     target_tokens_per_second: (
-        Annotated[float, Meta(gt=0, le=1e12, description="Aggregate output tokens/s to sustain.")]
+        Annotated[
+            float,
+            Meta(
+                gt=0,
+                le=1e12,
+                description="Aggregate output tokens/s to sustain.",
+                extra_json_schema=POSITIVE_IN_SCHEMA,
+            ),
+        ]
         | None
     ) = None
     serving_hours: Annotated[
