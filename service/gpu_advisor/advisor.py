@@ -192,7 +192,9 @@ def default_variant_note(gpus: GpuCatalog, name: str, field: str) -> Reason | No
 
 
 ANSWER_CACHE_ENTRIES = 256
-"""Answers kept per process (a few MB: an answer and its JSON body are tens of KB each)."""
+"""Answers kept per process. An entry (answer struct and JSON body) measured about 116 KiB
+for bench_http's five requests over the bundled catalog (tracemalloc: 61 KiB + 55 KiB), so
+256 entries take up to about 30 MiB."""
 
 _JSON = msgspec.json.Encoder()
 
