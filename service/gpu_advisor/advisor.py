@@ -56,6 +56,7 @@ from gpu_advisor.core.spec import (
 )
 from gpu_advisor.core.spec_checks import check_workload
 from gpu_advisor.money import round_money
+from gpu_advisor.observer import NULL_OBSERVER, AnswerObserver
 
 
 def model_summary(arch: Architecture) -> ModelSummary:
@@ -258,6 +259,10 @@ class ServedAnswer(Generic[AnswerT]):
 
 
 CacheKey = tuple[str, str, bytes]
+"""(kind of request, catalog version, the request's canonical JSON)."""
+
+_ENDPOINTS = {"recommend": "recommendations", "estimate": "estimate", "check": "check"}
+"""Answer-cache key kind -> the endpoint label of the service's metrics."""
 
 
 class AnswerCache:
@@ -299,6 +304,8 @@ class Advisor:
         answer_cache_entries: answers kept per process (0 switches the cache off).
         pause_collector: run each planning call with Python's cyclic garbage collector
             paused (:func:`gpu_advisor.collector.collector_paused`).
+        observer: told whether each request was answered from the answer cache (the
+            service's metrics; nothing by default).
     """
 
     def __init__(
@@ -308,8 +315,10 @@ class Advisor:
         *,
         answer_cache_entries: int = ANSWER_CACHE_ENTRIES,
         pause_collector: bool = True,
+        observer: AnswerObserver = NULL_OBSERVER,
     ) -> None:
         self._pause_collector = pause_collector
+        self._observer = observer
         self._answers = AnswerCache(answer_cache_entries) if answer_cache_entries > 0 else None
         self.catalog = catalog
         self.gpus = catalog.gpus
@@ -337,7 +346,11 @@ class Advisor:
         return catalog_info(snapshot, degraded=self.catalog.cache_degraded)
 
     def _remembered(self, key: CacheKey) -> CachedAnswer[Any] | None:
-        return self._answers.get(key) if self._answers is not None else None
+        if self._answers is None:
+            return None
+        found = self._answers.get(key)
+        self._observer.answer_cache(_ENDPOINTS[key[0]], hit=found is not None)
+        return found
 
     def _remember(self, key: CacheKey, answer: AnswerT) -> CachedAnswer[AnswerT]:
         if self._answers is not None:

@@ -23,7 +23,12 @@ from gpu_advisor.api.routes.planning import PLANNING_ROUTES
 from gpu_advisor.catalog.service import CatalogService
 from gpu_advisor.logs import configure_logging, get_logger
 from gpu_advisor.metrics import Metrics
-from gpu_advisor.observer import CatalogObserver, LoggingCatalogObserver
+from gpu_advisor.observer import (
+    NULL_OBSERVER,
+    AnswerObserver,
+    CatalogObserver,
+    LoggingCatalogObserver,
+)
 from gpu_advisor.settings import Settings, SettingsError
 
 MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
@@ -43,16 +48,19 @@ def build_advisor(
     observer: CatalogObserver | None = None,
     *,
     advisor_class: type[Advisor] = Advisor,
+    answer_observer: AnswerObserver = NULL_OBSERVER,
 ) -> tuple[CatalogService, Advisor]:
     """The pricing catalog and the application service for ``settings``: the one wiring the
     HTTP app and the in-process CLI (``gpu-advisor check SPEC``) share, so both answer from
     the same sources. The caller starts and closes the catalog. ``advisor_class``: an
-    :class:`Advisor` subclass to wire instead (``bench/http_offload_app.py``)."""
+    :class:`Advisor` subclass to wire instead (``bench/http_offload_app.py``);
+    ``answer_observer``: told of each answer-cache hit and miss (the app's metrics)."""
     catalog = CatalogService(settings.catalog_config(), observer=observer)
     return catalog, advisor_class(
         catalog,
         answer_cache_entries=settings.answer_cache_entries,
         pause_collector=settings.pause_collector,
+        observer=answer_observer,
     )
 
 
@@ -73,6 +81,7 @@ def build(
         settings,
         observer=LoggingCatalogObserver(metrics, get_logger("gpu_advisor.catalog")),
         advisor_class=advisor_class,
+        answer_observer=metrics,
     )
     return create_app(
         settings,

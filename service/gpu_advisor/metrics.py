@@ -106,6 +106,13 @@ class Metrics:
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.multiprocess_mode = multiprocess_mode
+        self._answers = Counter(
+            f"{NAMESPACE}_answer_cache_requests",
+            "Planning requests by endpoint answered from the answer cache (hit) or computed "
+            "(miss).",
+            labelnames=["endpoint", "result"],
+            registry=self.registry,
+        )
         self._compute = Histogram(
             f"{NAMESPACE}_compute_seconds",
             "Wall time of one computation (recommendations, estimate, check), in seconds.",
@@ -155,6 +162,11 @@ class Metrics:
         info.labels(__version__).set(1)
         self._age = _CatalogAgeCollector(clock)
         self.registry.register(self._age)
+
+    # AnswerObserver
+    def answer_cache(self, endpoint: str, *, hit: bool) -> None:
+        """Count one answer-cache lookup of ``endpoint``."""
+        self._answers.labels(endpoint, "hit" if hit else "miss").inc()
 
     # ComputeObserver
     def observe_compute(self, endpoint: str, seconds: float) -> None:

@@ -40,6 +40,14 @@ class CatalogObserver(Protocol):
         (``error`` None). Called on each change of state, not on every failed call."""
 
 
+class AnswerObserver(Protocol):
+    """The advisor's answer cache."""
+
+    def answer_cache(self, endpoint: str, *, hit: bool) -> None:
+        """A request to ``endpoint`` (``recommendations``, ``estimate``, ``check``) was answered
+        from the answer cache (``hit``) or had to be computed."""
+
+
 class ComputeObserver(Protocol):
     """Time spent computing answers (recommendations, estimates, checks)."""
 
@@ -73,6 +81,9 @@ class NullObserver:
         """Discard."""
 
     def cache_degraded(self, layer: str, error: str | None) -> None:
+        """Discard."""
+
+    def answer_cache(self, endpoint: str, *, hit: bool) -> None:
         """Discard."""
 
     def observe_compute(self, endpoint: str, seconds: float) -> None:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from litestar.testing import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpu_advisor.api.app import create_app
+from gpu_advisor.asgi import build
 from gpu_advisor.metrics import Metrics
-from gpu_advisor.observer import NULL_OBSERVER, CatalogObserver, ComputeObserver
+from gpu_advisor.observer import NULL_OBSERVER, AnswerObserver, CatalogObserver, ComputeObserver
 from gpu_advisor.settings import Settings
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mixtral-8x7b-serving.json"
 
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -106,9 +112,14 @@ def test_scrapes_are_not_rate_limited_or_counted_as_routes() -> None:
 def test_metrics_and_null_observer_satisfy_the_observer_protocols() -> None:
     observers: list[CatalogObserver] = [Metrics(), NULL_OBSERVER]
     computes: list[ComputeObserver] = [Metrics(), NULL_OBSERVER]
+    answers: list[AnswerObserver] = [Metrics(), NULL_OBSERVER]
     for observer in observers:
         observer.catalog_loaded("table", fetched_at_unix_s=0.0, offer_count=0)
         observer.cache_miss("memory")
+        observer.cache_degraded("redis", "connection refused")
+        observer.refresh_failed("table", "no gpu column")
+    for answer in answers:
+        answer.answer_cache("estimate", hit=True)
     for compute in computes:
         with compute.time_compute("check"):
             compute.observe_compute("check", 0.001)
@@ -134,3 +145,19 @@ def test_catalog_package_does_not_import_prometheus() -> None:
                 )
                 for name in names:
                     assert not name.startswith(("prometheus_client", "gpu_advisor.metrics")), path
+
+
+def test_answer_cache_hits_and_misses_are_counted_per_endpoint() -> None:
+    # Two equal recommendation requests: one miss (planned), then one hit. An estimate: one
+    # miss. The app wires its Metrics as the advisor's observer.
+    body = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    with TestClient(build(Settings(rate_limit_per_minute=0))) as client:
+        for _ in range(2):
+            assert client.post("/v1/recommendations", json=body).status_code == 200
+        estimate = {"model": body["model"], "workload": body["workload"]}
+        assert client.post("/v1/estimate", json=estimate).status_code == 200
+        text = client.get("/metrics").text
+    series = "gpu_advisor_answer_cache_requests_total"
+    assert value(text, series, endpoint="recommendations", result="miss") == 1
+    assert value(text, series, endpoint="recommendations", result="hit") == 1
+    assert value(text, series, endpoint="estimate", result="miss") == 1
