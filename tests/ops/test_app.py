@@ -283,3 +283,15 @@ def test_warnings_are_log_lines_of_the_same_shape(log_stream: io.StringIO) -> No
     assert line["level"] == "warning"
     assert "RuntimeWarning: overflow encountered in multiply" in line["event"]
     assert log_stream.getvalue().count("\n") == len(log_lines(log_stream))
+
+
+def test_an_unmatched_path_is_logged_cut_and_without_its_query(log_stream: io.StringIO) -> None:
+    with TestClient(create_app(Settings())) as client:
+        response = client.get("/nope/" + "x" * 1000, params={"token": "query-secret-31f"})
+    assert response.status_code == 404
+    [access] = [line for line in log_lines(log_stream) if line["event"] == "request"]
+    assert access["status"] == 404
+    assert access["path"] == ("/nope/" + "x" * 1000)[:200]
+    # (the test client's own httpx lines quote the URL it sent; the service's never do)
+    service_lines = [line for line in log_lines(log_stream) if line["logger"] != "httpx"]
+    assert "query-secret-31f" not in json.dumps(service_lines)

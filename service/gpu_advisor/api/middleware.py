@@ -43,6 +43,9 @@ _NO_STORE_TYPES: Final = (b"application/json", b"application/problem+json", b"te
 # Probes and scrapes are logged at debug level: every few seconds per pod otherwise.
 _QUIET_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 
+UNMATCHED_PATH_CHARS: Final = 200
+"""The most of a path no route matched that the access log keeps."""
+
 _log = get_logger("gpu_advisor.access")
 
 # Plain ASGI shapes (Litestar's Scope union has no lifespan member, which this layer passes on).
@@ -101,7 +104,9 @@ class RequestContextMiddleware:
             try:
                 await self.app(scope, receive, send_with_headers)
             finally:
-                route = scope.get("path_template", path)
+                # The route template; a path no route matched (404) is logged as sent, cut at
+                # UNMATCHED_PATH_CHARS so a client cannot write long lines into the log.
+                route = scope.get("path_template") or path[:UNMATCHED_PATH_CHARS]
                 fields: dict[str, Any] = {
                     "method": scope["method"],
                     "path": route,
