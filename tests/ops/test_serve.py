@@ -275,6 +275,7 @@ def test_default_sources_are_the_bundled_snapshot_only() -> None:
             "backend": "memory",  # no REDIS_URL: the in-process cache
             "degraded": False,
             "last_error": None,
+            "last_error_at": None,
             "catalog_version": ready["cache"]["catalog_version"],
         }
     finally:

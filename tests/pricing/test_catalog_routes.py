@@ -118,6 +118,7 @@ async def test_catalog_status(client: AsyncTestClient[Litestar]) -> None:
         "backend": "memory",
         "degraded": False,
         "last_error": None,
+        "last_error_at": None,
         "catalog_version": body["version"],
     }
 

@@ -155,6 +155,8 @@ async def test_redis_stopped_mid_run(
         assert health.degraded is True
         assert health.backend == "redis"
         assert service.cache_degraded
+        assert health.last_error_at is not None  # when, for the record (ISO 8601 UTC)
+        assert health.last_error_at.endswith("Z")
 
         spare_redis.start()  # same port; the service is not restarted
         health = await service.health()

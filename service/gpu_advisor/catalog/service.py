@@ -124,11 +124,14 @@ class CatalogSnapshot(Struct, frozen=True, kw_only=True):
 
 
 class CacheHealth(Struct, frozen=True, kw_only=True):
-    """For ``/readyz``: ``backend`` redis|memory, ``degraded`` while Redis is unreachable."""
+    """For ``/readyz``: ``backend`` redis|memory, ``degraded`` while Redis is unreachable;
+    ``last_error`` the last store error seen (kept after recovery, for the record) and
+    ``last_error_at`` when it happened (ISO 8601 UTC)."""
 
     backend: Literal["redis", "memory"]
     degraded: bool
     last_error: str | None = None
+    last_error_at: str | None = None
     catalog_version: str = ""
 
 
@@ -219,6 +222,7 @@ class CatalogService:
         self._snapshot = CatalogSnapshot(version="", offers=(), sources=())
         self._degraded = False
         self._store_error: str | None = None
+        self._store_error_at: float | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._revalidating = asyncio.Lock()
         self._loop_task: asyncio.Task[None] | None = None
@@ -303,6 +307,7 @@ class CatalogService:
             backend=self._backend,
             degraded=self._degraded,
             last_error=self._store_error,
+            last_error_at=_iso(self._store_error_at) if self._store_error_at is not None else None,
             catalog_version=self._snapshot.version,
         )
 
@@ -341,6 +346,7 @@ class CatalogService:
         degraded = error is not None
         if degraded:
             self._store_error = error
+            self._store_error_at = self._clock()
         if degraded != self._degraded:
             self._degraded = degraded
             self._observer.cache_degraded(self._backend, error)
@@ -574,6 +580,7 @@ class CatalogService:
                 await self._revalidate()
             except Exception as exc:  # never let the background task die
                 self._store_error = f"revalidate: {type(exc).__name__}: {exc}"
+                self._store_error_at = self._clock()
             await asyncio.sleep(
                 self.config.redis_retry_interval_seconds
                 if self._degraded
