@@ -418,3 +418,21 @@ def test_when_nothing_fits_the_estimate_shows_the_plan_the_memory_check_quotes(
     assert {k: shown[k] for k in quoted} == quoted
     assert result["estimate"]["memory_per_gpu"]["total_bytes"] == memory["data"]["need_bytes"]
     assert memory["data"]["need_bytes"] >= BYTES_PER_PARAM * LLAMA_70B // 8
+
+
+def test_training_without_tokens_has_an_hourly_price_and_no_total(client: TestClient) -> None:  # type: ignore[type-arg]
+    # Without workload.tokens a run has no duration, so no total cost: the budget check (no
+    # budget set) quotes the price per hour instead. It was a 500 (a None total formatted).
+    body = {
+        "model": {"preset": "meta-llama/Llama-3.1-8B"},
+        "workload": {"kind": "training"},
+        "target": {"gpu": "H100", "gpu_count": 8},
+    }
+    result = _check(client, body)
+    budget = _by_name(result)["budget"]
+    assert budget["passed"] is True
+    assert budget["data"]["total_usd"] is None
+    price = budget["data"]["price_per_hour_usd"]
+    assert price > 0
+    assert f"${price:,.2f}/h" in budget["detail"]
+    assert "workload.tokens" in budget["detail"]

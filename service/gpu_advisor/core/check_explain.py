@@ -65,6 +65,8 @@ def _headroom_short(d: Mapping[str, Any]) -> str:
 
 
 def _cost(d: Mapping[str, Any]) -> str:
+    if d.get("total_usd") is None:  # training without workload.tokens: no duration, no total
+        return f"{usd(d['price_per_hour_usd'])}/h (no total: give workload.tokens for one)"
     return (
         f"{usd(d['total_usd'])} ({hours(d['billed_hours'])} billed at "
         f"{usd(d['price_per_hour_usd'])}/h)"
