@@ -17,6 +17,7 @@ write them to the log. A traceback keeps the file, line, function and exception 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 import sys
@@ -106,8 +107,17 @@ def json_line(event_dict: EventDict, **_: Any) -> str:
     """One log line's JSON (structlog ``JSONRenderer``'s serializer): msgspec, about 4 us less
     per line than the standard library's ``json.dumps``; a value msgspec cannot encode is
     written as its ``repr`` (as structlog's own fallback does), NaN and infinities as
-    ``null`` (strict JSON, which ``json.dumps`` is not)."""
-    return _LINE_ENCODER.encode(event_dict).decode()
+    ``null`` (strict JSON, which ``json.dumps`` is not), ``bytes`` in base64 (msgspec's
+    encoding of them).
+
+    A string msgspec refuses -- a lone surrogate, which an environment variable or file name
+    with a non-UTF-8 byte decodes to (``surrogateescape``) -- sends the line through
+    ``json.dumps``, which escapes it: a log line must never fail the code that logs it.
+    """
+    try:
+        return _LINE_ENCODER.encode(event_dict).decode()
+    except UnicodeEncodeError:
+        return json.dumps(event_dict, default=repr)
 
 
 class NamedWriteLogger(structlog.WriteLogger):

@@ -17,7 +17,7 @@ from litestar.params import JSONBody
 from litestar.testing import TestClient
 
 from gpu_advisor.api.app import create_app
-from gpu_advisor.logs import configure_logging
+from gpu_advisor.logs import configure_logging, get_logger
 from gpu_advisor.settings import Settings
 
 TOKEN = "admin-token-that-must-never-be-logged-42"
@@ -295,3 +295,16 @@ def test_an_unmatched_path_is_logged_cut_and_without_its_query(log_stream: io.St
     # (the test client's own httpx lines quote the URL it sent; the service's never do)
     service_lines = [line for line in log_lines(log_stream) if line["logger"] != "httpx"]
     assert "query-secret-31f" not in json.dumps(service_lines)
+
+
+def test_a_value_msgspec_cannot_encode_never_fails_the_logging_code(
+    log_stream: io.StringIO,
+) -> None:
+    # A file name with a non-UTF-8 byte decodes (surrogateescape) to a lone surrogate, which
+    # msgspec refuses: the line still goes out (json.dumps escapes it), as JSON, and the
+    # caller goes on.
+    path = b"/tmp/offers-\xff.csv".decode("utf-8", "surrogateescape")
+    get_logger("gpu_advisor.test").info("table", path=path, count=3)
+    [line] = [entry for entry in log_lines(log_stream) if entry["event"] == "table"]
+    assert line["path"] == path
+    assert line["count"] == 3
