@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import msgspec
 from msgspec import Meta
+from redis.connection import parse_url
 
 from gpu_advisor.catalog.config import DEFAULT_TTLS, CatalogConfig
 
@@ -49,10 +50,11 @@ class SettingsError(Exception):
 
 
 def _check_redis_url(url: str) -> None:
-    """What redis-py's ``from_url`` would reject at the first connection -- or, for a database
-    that is not a number, silently replace with database 0 (``redis.connection.parse_url``
-    ignores it) -- as a settings error at start. Messages never quote the URL (it may hold a
-    password).
+    """What redis-py would reject at the first connection -- or silently change: database 0
+    for a database path that is not a number, port 6379 for port 0 -- as a settings error at
+    start. redis-py's own parser (``redis.connection.parse_url``, which ``from_url`` uses)
+    reads the URL; the checks it leaves out come after. Messages never quote the URL (it may
+    hold a password).
 
     Raises:
         SettingsError: naming REDIS_URL.
@@ -62,16 +64,22 @@ def _check_redis_url(url: str) -> None:
         raise SettingsError(
             "REDIS_URL", "must start with redis://, rediss:// or unix:// (or be unset)"
         )
+    try:
+        parse_url(url)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+    except ValueError:
+        raise SettingsError(
+            "REDIS_URL",
+            "is not a URL redis-py can read: check the port (1-65535) and the query string "
+            "(db=<number>, ...)",
+        ) from None
     if parts.scheme == "unix":
         return
     if not parts.hostname:
         raise SettingsError("REDIS_URL", "must name a host (redis://host:6379/0)")
-    try:
-        parts.port  # noqa: B018 -- urllib parses (and range-checks) the port on access
-    except ValueError:
-        raise SettingsError("REDIS_URL", "port must be a number from 1 to 65535") from None
-    database = parts.path.strip("/")
-    if database and not database.isdigit():
+    if parts.port == 0:
+        raise SettingsError("REDIS_URL", "port must be a number from 1 to 65535")
+    database = unquote(parts.path.strip("/"))
+    if database and not (database.isascii() and database.isdigit()):
         raise SettingsError(
             "REDIS_URL", "database (the path) must be a number, as in redis://host:6379/0"
         )

@@ -89,6 +89,10 @@ def test_empty_values_take_the_default() -> None:
         ("REDIS_URL", "redis://127.0.0.1:99999/0"),
         ("REDIS_URL", "redis://127.0.0.1:6379/abc"),
         ("REDIS_URL", "redis:///0"),
+        ("REDIS_URL", "redis://127.0.0.1:0/0"),
+        ("REDIS_URL", "redis://:pw@127.0.0.1:6379/0?db=abc"),
+        ("REDIS_URL", "unix:///run/redis.sock?db=abc"),
+        ("REDIS_URL", "redis://127.0.0.1:6379/²"),
         ("GPU_ADVISOR_SOURCES", "bundled,aws"),
         ("GPU_ADVISOR_SOURCES", "bundled,bundled"),
         ("GPU_ADVISOR_SOURCES", ","),
@@ -128,6 +132,7 @@ def test_table_source_needs_the_table_path() -> None:
         "http://user:hunter2-password@redis",
         "redis://user:hunter2-password@redis:port/0",
         "redis://user:hunter2-password@redis:6379/zero",
+        "redis://user:hunter2-password@redis:6379/0?db=x",
     ],
 )
 def test_a_redis_url_error_does_not_echo_the_password(url: str) -> None:
@@ -138,7 +143,15 @@ def test_a_redis_url_error_does_not_echo_the_password(url: str) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["redis://r", "redis://r:6380", "redis://:pw@r:6379/", "rediss://r:6379/15", "unix:///s.sock"],
+    [
+        "redis://r",
+        "redis://r:6380",
+        "redis://:pw@r:6379/",
+        "rediss://r:6379/15",
+        "redis://r:6379/%31",
+        "unix:///s.sock",
+        "unix:///s.sock?db=2",
+    ],
 )
 def test_valid_redis_urls_are_accepted(url: str) -> None:
     assert Settings.from_env({"REDIS_URL": url}).redis_url == url
