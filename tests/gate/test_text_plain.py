@@ -123,7 +123,13 @@ def test_quality_values_pick_the_preferred_type(client: TestClient) -> None:  # 
     response = client.post("/v1/estimate", json=ESTIMATE, headers=headers)
     assert response.headers["content-type"].startswith("application/json")
     # the most specific range gives a type its quality: JSON refused, text/* allowed
-    for accept in ("application/json;q=0, */*", "*/*;q=0, text/plain", "text/*;q=0.5"):
+    for accept in (
+        "application/json;q=0, */*",
+        "*/*;q=0, text/plain",
+        "text/*;q=0.5",
+        "TEXT/PLAIN",  # media types are case-insensitive (RFC 9110 section 8.3.1)
+        "Text/Plain;q=1, application/json;q=0.5",
+    ):
         response = client.post("/v1/estimate", json=ESTIMATE, headers={"Accept": accept})
         assert response.headers["content-type"].startswith("text/plain"), accept
 

@@ -34,7 +34,9 @@ def wants_text(request: Request[Any, Any, Any]) -> bool:
         return False
     try:
         # in increasing order of preference: JSON wins a tie
-        chosen: str = mimeparse.best_match([MediaType.TEXT.value, MediaType.JSON.value], accept)
+        # media types compare case-insensitively (RFC 9110 section 8.3.1); mimeparse does not
+        offered = [MediaType.TEXT.value, MediaType.JSON.value]
+        chosen: str = mimeparse.best_match(offered, accept.lower())
     except ValueError:  # a media range without a slash ("Accept: text")
         return False
     return chosen == MediaType.TEXT.value
