@@ -157,15 +157,18 @@ def check_filter_names(
     """
     if names is None:
         return
-    allowed = sorted({name.lower() for name in known})
-    allowed_set = set(allowed)
+    spelled: dict[str, str] = {}  # lower case -> the spelling the table or catalog uses
+    for value in known:
+        spelled.setdefault(value.lower(), value)
+    allowed = sorted(spelled)
     for i, name in enumerate(names):
-        if name.lower() in allowed_set:
+        if name.lower() in spelled:
             continue
         close = difflib.get_close_matches(name.lower(), allowed, n=3)
-        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        # quoted: a region may hold commas of its own (vast.ai's "Texas, US, NA")
+        hint = f"; did you mean {' or '.join(repr(spelled[c]) for c in close)}?" if close else ""
         if list_known:
-            listing = f"; known {kind}s: {', '.join(allowed)}"
+            listing = f"; known {kind}s: {', '.join(spelled[a] for a in allowed)}"
         else:
             listing = f"; no offer in the catalog is in this {kind}"
         raise InvalidSpecError(f"unknown {kind} {name!r}{listing}{hint}", field=f"{field}.{i}")

@@ -96,7 +96,7 @@ def test_an_unknown_region_is_a_422_with_the_closest_regions(client: TestClient)
     assert error["field"] == "constraints.regions.1"
     assert "'us-eest-1'" in error["message"]
     suggested = error["message"].rpartition("did you mean ")[2].rstrip("?").split(" or ")
-    assert "us-east-1" in suggested
+    assert "'us-east-1'" in suggested
     response = _post(client, {"regions": ["US-EAST-1"]})
     assert response.status_code == 200, response.text
     regions = {r["offer"]["region"] for r in response.json()["recommendations"]}
@@ -105,4 +105,10 @@ def test_an_unknown_region_is_a_422_with_the_closest_regions(client: TestClient)
 
 def test_a_misspelt_provider_gets_the_closest_name(client: TestClient) -> None:  # type: ignore[type-arg]
     [error] = problem_of(_post(client, {"providers": ["lamdba"]}), 422)["errors"]
-    assert error["message"].endswith("did you mean lambda?")
+    assert error["message"].endswith("did you mean 'lambda'?")
+
+
+def test_a_region_hint_keeps_the_catalogs_spelling_and_quotes_it(client: TestClient) -> None:  # type: ignore[type-arg]
+    # vast.ai regions hold commas ("Texas, US, NA"): each suggestion is quoted, as spelt.
+    [error] = problem_of(_post(client, {"regions": ["Texas, US, NB"]}), 422)["errors"]
+    assert "'Texas, US, NA'" in error["message"]
