@@ -89,3 +89,16 @@ def test_fewer_bits_and_larger_groups_weigh_less():
     ]
     assert by_group == sorted(by_group, reverse=True)
     assert sizes[-1] < 2 * 8_030_261_248  # 8-bit still below bf16
+
+
+def test_bitsandbytes_4bit_double_quantisation_as_the_config_says():
+    # 6,979,321,856 block-linear weights. With bnb_4bit_use_double_quant: 4 + 8/64 +
+    # 32/(64 x 256) = 4.126953125 bits -> 3,600,416,768 B; without (transformers' default):
+    # 4 bits + one fp32 absmax per 64 weights = 4.5 bits -> 3,925,868,544 B (QLoRA, section 3).
+    base = {"quant_method": "bitsandbytes", "load_in_4bit": True}
+    double = base | {"bnb_4bit_use_double_quant": True}
+    assert _shipped_weights(double) == 3_600_416_768 + REST_BYTES
+    assert _shipped_weights(base) == 3_925_868_544 + REST_BYTES
+    assert _shipped_weights(base | {"bnb_4bit_use_double_quant": False}) == (
+        3_925_868_544 + REST_BYTES
+    )

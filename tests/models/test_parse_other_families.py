@@ -378,8 +378,14 @@ def test_shipped_quantisation_from_quantization_config():
         return arch.shipped_weight_format, arch.shipped_quantized_modules
 
     assert shipped({"quant_method": "gptq", "bits": 4, "group_size": 128}) == ("int4", "all-linear")
+    # 8-bit GPTQ is weight-only: not the W8A8 int8 of bitsandbytes' LLM.int8() below
+    assert shipped({"quant_method": "gptq", "bits": 8}) == ("int8-weight-only", "all-linear")
     assert shipped({"quant_method": "awq", "bits": 4}) == ("int4", "all-linear")
-    assert shipped({"quant_method": "bitsandbytes", "load_in_4bit": True}) == ("nf4", "all-linear")
+    # transformers' BitsAndBytesConfig defaults bnb_4bit_use_double_quant to False
+    four_bit = {"quant_method": "bitsandbytes", "load_in_4bit": True}
+    assert shipped(four_bit) == ("nf4-single-quant", "all-linear")
+    double = four_bit | {"bnb_4bit_use_double_quant": True}
+    assert shipped(double) == ("nf4", "all-linear")
     assert shipped({"quant_method": "bitsandbytes", "load_in_8bit": True}) == ("int8", "all-linear")
     assert shipped({"quant_method": "fbgemm_fp8"}) == ("fp8", "all-linear")
     # An unknown method is a 422, not bf16 weights: tests/models/test_quantization_config.py.

@@ -35,10 +35,10 @@ def _error(config: dict[str, Any]) -> InvalidSpecError:
         (2, 128, ("int2", 128)),
         (3, 128, ("int3", 128)),
         (4, 128, ("int4", 128)),
-        (8, 128, ("int8", 128)),
+        (8, 128, ("int8-weight-only", 128)),
         (4, 32, ("int4", 32)),
         (3, -1, ("int3", -1)),
-        (8, -1, ("int8", -1)),
+        (8, -1, ("int8-weight-only", -1)),
         (4.0, 64.0, ("int4", 64)),  # integral floats read as integers, as everywhere
     ],
 )
@@ -58,7 +58,7 @@ def test_defaults_follow_transformers_configs():
     assert (awq.shipped_weight_format, awq.shipped_group_size) == ("int4", 128)
     # A legacy bitsandbytes config has no quant_method (AutoQuantizationConfig.from_dict).
     legacy = parse_hf_config(_llama(quantization_config={"load_in_4bit": True}))
-    assert (legacy.shipped_weight_format, legacy.shipped_group_size) == ("nf4", None)
+    assert (legacy.shipped_weight_format, legacy.shipped_group_size) == ("nf4-single-quant", None)
 
 
 @pytest.mark.parametrize(

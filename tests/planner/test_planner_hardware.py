@@ -29,6 +29,10 @@ from .fixtures import GPUS, make_arch, make_offer, make_request, toy_estimate
         ("T4-16GB", "int4", "fp16", 65.0, False),
         ("H100-SXM-80GB", "mxfp4", "bf16", 989.5, True),  # FP4 tensor cores from Blackwell on
         ("T4-16GB", "int8", "int8", 130.0, False),
+        # 8-bit GPTQ/AWQ dequantise to 16-bit in the matmul: H100's fp16 rate (989.5 TFLOPS,
+        # datasheet), not its int8 1,979 TOPS
+        ("H100-SXM-80GB", "int8-weight-only", "fp16", 989.5, False),
+        ("L4-24GB", "nf4-single-quant", "bf16", 121.0, False),
     ],
 )
 def test_compute_paths(gpu: str, dtype: str, path: str, tflops: float, emulated: bool) -> None:

@@ -140,6 +140,7 @@ SHIPPED_FORMATS: dict[str, WeightFormat] = {
     "fp8": FP8_BLOCK128,
     "mxfp4": MXFP4,
     "nf4": NF4,
+    NF4_SINGLE.name: NF4_SINGLE,
     "int4": INT4,
     "int8": INT8,
     "bf16": BF16,
@@ -151,7 +152,13 @@ SHIPPED_FORMATS: dict[str, WeightFormat] = {
 DeepSeek-V3 block layout (the only fp8 checkpoint format the presets carry); ``int8`` here is
 bitsandbytes LLM.int8()."""
 
-PACKED_INT_BITS: dict[str, int] = {"int2": 2, "int3": 3, "int4": 4, "int8": 8}
+PACKED_INT_BITS: dict[str, int] = {
+    "int2": 2,
+    "int3": 3,
+    "int4": 4,
+    "int8": 8,
+    "int8-weight-only": 8,
+}
 """Shipped GPTQ/AWQ format name -> bits per packed weight."""
 
 

@@ -8,9 +8,11 @@ Supported (the sizes are in :mod:`gpu_advisor.core.memory.formats`):
 
 * ``gptq`` / ``awq``: packed integer weights of ``bits`` 2, 3, 4 or 8 with one fp16 scale and
   one packed zero point per ``group_size`` input weights (``-1``: one group per output channel),
-  on all linear layers of the blocks. Defaults follow transformers' ``GPTQConfig`` (``bits``
+  on all linear layers of the blocks; 8 bits is ``int8-weight-only`` (dequantised to 16-bit in
+  the matmul, unlike W8A8 ``int8``). Defaults follow transformers' ``GPTQConfig`` (``bits``
   required, ``group_size=128``) and ``AwqConfig`` (``bits=4``, ``group_size=128``).
-* ``bitsandbytes``: ``nf4`` with ``load_in_4bit``, ``int8`` (LLM.int8()) with ``load_in_8bit``.
+* ``bitsandbytes``: ``nf4`` with ``load_in_4bit`` (``nf4-single-quant`` without
+  ``bnb_4bit_use_double_quant``), ``int8`` (LLM.int8()) with ``load_in_8bit``.
   A config with ``load_in_4bit`` / ``load_in_8bit`` and no ``quant_method`` is bitsandbytes, as
   transformers' ``AutoQuantizationConfig.from_dict`` reads it.
 * ``fp8`` (DeepSeek-V3, 128x128 block scales) and ``fbgemm_fp8``: ``fp8`` on all block linears.
@@ -26,6 +28,13 @@ from msgspec import Struct
 
 from gpu_advisor.core.errors import InvalidSpecError
 from gpu_advisor.core.models.reader import ConfigReader, show_value
+
+WEIGHT_ONLY_INT8: Final = "int8-weight-only"
+"""Shipped format of 8-bit GPTQ/AWQ weights: sized as packed 8-bit with group constants
+(:func:`gpu_advisor.core.memory.formats.packed_int_format`), run at 16-bit compute."""
+NF4_SINGLE_QUANT: Final = "nf4-single-quant"
+"""Shipped format of bitsandbytes 4-bit without double quantisation (4.5 bits per weight,
+:data:`gpu_advisor.core.memory.formats.NF4_SINGLE`)."""
 
 QuantizedModules = Literal["all-linear", "routed-experts"]
 
@@ -152,13 +161,15 @@ def _packed_int(quant: ConfigReader, method: str) -> ShippedQuantization:
             "AutoAWQ checkpoints do.",
             field=quant.path("lm_head"),
         )
-    return ShippedQuantization(
-        weight_format=f"int{bits}", modules="all-linear", group_size=group_size
-    )
+    # 8-bit GPTQ/AWQ is weight-only (the kernels dequantise to 16-bit), unlike W8A8 int8
+    name = WEIGHT_ONLY_INT8 if bits == 8 else f"int{bits}"
+    return ShippedQuantization(weight_format=name, modules="all-linear", group_size=group_size)
 
 
 def _bitsandbytes(quant: ConfigReader) -> ShippedQuantization:
-    """``nf4`` with ``load_in_4bit``, ``int8`` with ``load_in_8bit``; exactly one of them."""
+    """``nf4`` with ``load_in_4bit`` -- 4.127 bits with ``bnb_4bit_use_double_quant``, else
+    4.5 (``nf4-single-quant``: transformers' ``BitsAndBytesConfig`` defaults the flag to
+    False) -- and ``int8`` with ``load_in_8bit``; exactly one of them."""
     four = quant.flag("load_in_4bit", default=False)
     eight = quant.flag("load_in_8bit", default=False)
     if four and eight:
@@ -168,7 +179,9 @@ def _bitsandbytes(quant: ConfigReader) -> ShippedQuantization:
             field=quant.path("load_in_4bit"),
         )
     if four:
-        return ShippedQuantization(weight_format="nf4", modules="all-linear")
+        double = quant.flag("bnb_4bit_use_double_quant", default=False)
+        name = "nf4" if double else NF4_SINGLE_QUANT
+        return ShippedQuantization(weight_format=name, modules="all-linear")
     if eight:
         return ShippedQuantization(weight_format="int8", modules="all-linear")
     raise InvalidSpecError(

@@ -68,7 +68,10 @@ _PATHS: dict[str, tuple[tuple[HardwarePath, ...], tuple[HardwarePath, ...]]] = {
     "int2": ((), ("fp16", "bf16")),
     "int3": ((), ("fp16", "bf16")),
     "int4": ((), ("fp16", "bf16")),
+    # GPTQ/AWQ 8-bit checkpoints: weight-only too (W8A16), not the int8 tensor-core path
+    "int8-weight-only": ((), ("fp16", "bf16")),
     "nf4": ((), ("bf16", "fp16")),
+    "nf4-single-quant": ((), ("bf16", "fp16")),
     "q4_k_m": ((), ("fp16", "bf16")),
     "q8_0": ((), ("fp16", "bf16")),
 }
@@ -79,7 +82,9 @@ FALLBACK_MIN_CAPABILITY: dict[str, tuple[int, int]] = {
     "int2": (7, 0),
     "int3": (7, 0),
     "int4": (7, 0),
+    "int8-weight-only": (7, 0),
     "nf4": (7, 0),
+    "nf4-single-quant": (7, 0),
 }
 """Oldest NVIDIA compute capability with a dequantising kernel for a dtype whose native path
 the GPU lacks; an older GPU has no path for it at all (``dtype_unsupported``). Sources (vLLM):
@@ -112,7 +117,9 @@ ARCHITECTURE_CAPABILITY: dict[str, tuple[int, int]] = {
 "Compute Capabilities"), used where a GPU row leaves ``compute_capability`` empty (A10G:
 Ampere, 8.6, reads as 8.0, which every rule here treats alike)."""
 
-_WEIGHT_ONLY = frozenset({"int2", "int3", "int4", "nf4", "q4_k_m", "q8_0"})
+_WEIGHT_ONLY = frozenset(
+    {"int2", "int3", "int4", "int8-weight-only", "nf4", "nf4-single-quant", "q4_k_m", "q8_0"}
+)
 
 
 class ComputePath(Struct, frozen=True, kw_only=True):
