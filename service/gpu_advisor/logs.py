@@ -30,6 +30,9 @@ from structlog.typing import EventDict, Processor, WrappedLogger
 
 _SECRET_KEY = re.compile(r"token|secret|password|passwd|authorization|cookie|api_?key", re.I)
 _URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]+(?P<tail>@)", re.I)
+# A query string of a URL: presigned-URL signatures and ?token= values are secrets.
+_URL_QUERY = re.compile(r"(?P<url>[a-z][a-z0-9+.-]*://[^\s?#]*\?)(?P<query>[^\s#\"']*)", re.I)
+_QUERY_VALUE = re.compile(r"=[^&;]*")
 MASK: Final = "***"
 
 # Loggers of libraries that would otherwise keep their own handlers and formats.
@@ -57,11 +60,21 @@ def _is_secret(key: object, value: object) -> bool:
 
 
 def _mask_url_password(value: str) -> str:
-    """``scheme://user:password@host`` -> ``scheme://user:***@host``; the substring tests
-    skip the regex for the strings that cannot hold a URL password (almost all of them)."""
-    if "@" not in value or "://" not in value:
+    """``scheme://user:password@host`` -> ``scheme://user:***@host``, and every value of a
+    URL's query string masked (``?X-Amz-Signature=***&token=***``: presigned URLs carry their
+    credentials there); the substring tests skip the regexes for the strings that cannot hold
+    a URL (almost all of them)."""
+    if "://" not in value:
         return value
-    return _URL_PASSWORD.sub(rf"\g<head>{MASK}\g<tail>", value)
+    if "@" in value:
+        value = _URL_PASSWORD.sub(rf"\g<head>{MASK}\g<tail>", value)
+    if "?" in value:
+        value = _URL_QUERY.sub(_mask_query, value)
+    return value
+
+
+def _mask_query(match: re.Match[str]) -> str:
+    return match["url"] + _QUERY_VALUE.sub(f"={MASK}", match["query"])
 
 
 def redact_secrets(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:

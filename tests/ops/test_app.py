@@ -308,3 +308,25 @@ def test_a_value_msgspec_cannot_encode_never_fails_the_logging_code(
     [line] = [entry for entry in log_lines(log_stream) if entry["event"] == "table"]
     assert line["path"] == path
     assert line["count"] == 3
+
+
+def test_url_query_values_are_masked_in_logs(log_stream: io.StringIO) -> None:
+    # A presigned catalog URL carries its credentials in the query string; a refresh error
+    # quoting the URL must not write them into the log (user:password@ is masked as well).
+    reason = (
+        "HTTP 403 from https://bucket.s3.amazonaws.com/catalog.zip"
+        "?X-Amz-Credential=AKIAEXAMPLE&X-Amz-Signature=f00dfeed"
+    )
+    get_logger("gpu_advisor.catalog").warning(
+        "catalog.refresh_failed", source="gpuhunt", reason=reason, settings={"url": reason}
+    )
+    [line] = [
+        entry for entry in log_lines(log_stream) if entry["event"] == "catalog.refresh_failed"
+    ]
+    text = json.dumps(line)
+    for secret in ("AKIAEXAMPLE", "f00dfeed"):
+        assert secret not in text
+    assert line["reason"] == (
+        "HTTP 403 from https://bucket.s3.amazonaws.com/catalog.zip"
+        "?X-Amz-Credential=***&X-Amz-Signature=***"
+    )
