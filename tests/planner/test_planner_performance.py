@@ -230,6 +230,34 @@ def test_decode_is_bandwidth_bound_at_batch_one() -> None:
     assert estimate.request_latency_seconds == pytest.approx(prefill + 256 * step)
 
 
+def test_tensor_parallel_decode_pays_two_all_reduces_per_layer_over_nvlink() -> None:
+    # The replica of the batch-one test split TP=8 over NVLink: each GPU reads 1/8 of the
+    # weights and of the KV cache per step, and every one of the 32 layers runs 2 all-reduces
+    # of one token's activations (1 x 4,096 x 2 B = 8,192 B): 9 us of latency each (vLLM's
+    # custom all-reduce on H100, sglang PR #2904) plus the ring traffic 2 x 7/8 x 8,192 B at
+    # 450 GB/s. Before, NVLink was free: the step was the memory read alone.
+    arch = make_arch(7 * 10**9)
+    workload = InferenceWorkload(concurrency=1, context_length=4096, output_tokens=256)
+    memory = MemoryBreakdown(weights_bytes=14 * 10**9 // 8, kv_cache_bytes=GIB // 16, total_bytes=0)
+    estimate = estimate_inference(
+        arch,
+        workload,
+        ParallelPlan(tensor_parallel=8),
+        memory,
+        GPUS["H100-SXM-80GB"],
+        H100_BF16,
+        NVLINK,
+        concurrency_limit=10,
+        efficiency=0.4,
+    )
+    bandwidth = 3.35e12 * DECODE_BANDWIDTH_EFFICIENCY
+    read = (14e9 / 8 + GIB / 16 * 3968 / 4096) / bandwidth
+    all_reduce = 9e-6 + 2 * 7 / 8 * 8192 / 450e9
+    assert estimate.decode_step_seconds == pytest.approx(read + 32 * 2 * all_reduce)
+    # 64 all-reduces add 0.578 ms to the 0.903 ms read of 1/8 of the weights and KV cache
+    assert 32 * 2 * all_reduce == pytest.approx(578.0e-6, rel=1e-3)
+
+
 def test_moe_decode_reads_only_the_touched_experts() -> None:
     # 8 experts, 2 per token, routed experts = half of all weights. Batch 1 touches
     # 1 - (1 - 2/8)^1 = 0.25 of them: read (0.5 + 0.5 * 0.25) x weights.

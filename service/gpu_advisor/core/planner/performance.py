@@ -75,6 +75,15 @@ section 2.2.1) is then under 25 %. Without PP there is no accumulation."""
 ACTIVATION_BYTES = 2
 """Activations exchanged by tensor-parallel collectives are 16-bit."""
 
+TP_ALLREDUCE_LATENCY_SECONDS = 9e-6
+"""Fixed cost of one tensor-parallel all-reduce of a decode step, whatever its size: vLLM's
+custom all-reduce on H100 NVLink measured 8.5-10.1 us for 512 B to 32 KB messages at TP 2, 4
+and 8 (sglang pull request #2904, "unit test performance in H100 (without cuda graph)").
+A decode step's messages are that small (batch x hidden x 2 bytes: 8 KB for one Llama-3.1-8B
+sequence), so this latency, not the link's bandwidth, is what two all-reduces per layer cost;
+with the bandwidth term it gives 9 + 8/450 us for one sequence on NVLink. Applied on PCIe as
+well (NCCL over PCIe is slower still: a lower bound there)."""
+
 _TINY_SECONDS = 1e-12
 """Floor on step times so a degenerate input (zero FLOPs, zero bandwidth) cannot divide by
 zero; real inputs are many orders of magnitude above it."""
@@ -493,9 +502,15 @@ def timed_estimate(timing: ReplicaTiming, batch: int) -> InferenceEstimate:
     compute_s = batch * flops.decode_flops_per_token / timing.tp_flops_per_s
     tp_s = 0.0
     link = timing.link
-    if t > 1 and link.tp_medium == "pcie":
+    if t > 1:
+        # two all-reduces per layer (after attention and after the MLP; Shoeybi et al. 2019,
+        # Megatron-LM section 3), each a fixed latency plus its ring traffic; over NVLink as
+        # over PCIe: at decode sizes the latency dominates either link
         message = batch * arch.hidden_size * ACTIVATION_BYTES
-        tp_s = arch.num_layers * 2 * ring_allreduce_seconds(message, t, link.tp_bytes_per_s)
+        allreduce = TP_ALLREDUCE_LATENCY_SECONDS + ring_allreduce_seconds(
+            message, t, link.tp_bytes_per_s
+        )
+        tp_s = arch.num_layers * 2 * allreduce
     step = max(memory_s, compute_s, _TINY_SECONDS) + tp_s
     prefill_s = timing.prefill_seconds
     return InferenceEstimate(
