@@ -436,3 +436,41 @@ def test_training_without_tokens_has_an_hourly_price_and_no_total(client: TestCl
     assert price > 0
     assert f"${price:,.2f}/h" in budget["detail"]
     assert "workload.tokens" in budget["detail"]
+
+
+def _cluster_grade(offer: dict[str, Any]) -> bool:
+    network = offer.get("network") or {}
+    return bool(
+        network.get("cluster_grade")
+        and network.get("fabric") in ("infiniband", "efa", "roce")
+        and (network.get("gbit_per_s") or 0) > 0
+    )
+
+
+def test_a_multi_node_gpu_target_is_priced_as_an_offer_that_can_be_a_cluster(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    # 70B full fine-tune on "4 nodes of 8 x H100-SXM-80GB": it needs more than one node. The
+    # cheapest 8 x H100 offer has no cluster network, so a multi-node plan cannot be bought at
+    # its price: it is priced as the cheapest 8 x H100 offer that has one (read from
+    # /v1/offers here), and the budget check quotes that price.
+    body = load_example(FULL_FINETUNE)
+    body["target"] = {"gpu": "H100-SXM-80GB", "gpu_count": 8, "nodes": 4}
+    body.pop("deadline_hours")
+    body["budget_usd"] = 100_000.0
+    offers = client.get(
+        "/v1/offers", params={"gpu": "H100-SXM-80GB", "min_gpus": 8, "limit": 500}
+    ).json()["offers"]
+    eight = [o for o in offers if o["gpu_count"] == 8]
+    cheapest = min(o["price_per_hour_usd"] for o in eight)
+    cluster = min(o["price_per_hour_usd"] for o in eight if _cluster_grade(o))
+    assert cheapest < cluster  # the situation this test is about
+    result = _check(client, body)
+    target = result["target"]
+    assert target["priced_as"]["price_per_hour_usd"] == cheapest
+    assert target["priced_as_cluster"]["price_per_hour_usd"] == cluster
+    assert _cluster_grade(target["priced_as_cluster"])
+    plan = result["estimate"]
+    assert plan["nodes"] > 1
+    assert plan["cost"]["price_per_hour_usd"] == pytest.approx(cluster * plan["nodes"])
+    assert "reference priced as" in plan["offer"]["source"]

@@ -25,6 +25,7 @@ from gpu_advisor.core.errors import InvalidSpecError, NotFoundError, UnknownGpuE
 from gpu_advisor.core.estimate import REFERENCE_PROVIDER, check_gpus_per_node, reference_offer
 from gpu_advisor.core.gpus import GpuCatalog, resolve_gpu
 from gpu_advisor.core.offers import Offer, ProviderInfo
+from gpu_advisor.core.planner.index import cluster_network
 from gpu_advisor.core.planner.report import describe
 from gpu_advisor.core.spec import CheckTarget
 
@@ -43,6 +44,9 @@ class TargetInfo(Struct, frozen=True, kw_only=True):
         gpu: the canonical GPU id when the target has one GPU type.
         priced_as: gpu form: the catalog offer whose price and billing rule price the
             reference instance (null: price unknown).
+        priced_as_cluster: gpu form with ``nodes`` above 1, when ``priced_as`` has no
+            cluster network (it cannot be one node of several): the cheapest offer of the same
+            shape that has one, which prices the plans on more than one node (null otherwise).
     """
 
     form: TargetForm
@@ -51,6 +55,7 @@ class TargetInfo(Struct, frozen=True, kw_only=True):
     offers: int
     gpu: str | None = None
     priced_as: Offer | None = None
+    priced_as_cluster: Offer | None = None
 
 
 class ResolvedTarget(Struct, frozen=True, kw_only=True):
@@ -167,6 +172,26 @@ def resolve_target(
     )
 
 
+CLUSTER_REGION: Final = "reference-cluster"
+"""Region of the reference instance that prices multi-node plans when the cheapest offer of
+the target's shape has no cluster network (the one-node reference is ``reference``)."""
+
+
+def _price_order(offer: Offer) -> tuple[float, str, str, str]:
+    return (offer.price_per_hour_usd, offer.provider, offer.instance_type, offer.region)
+
+
+def _priced(reference: Offer, by: Offer, note: str = "") -> Offer:
+    """``reference`` at ``by``'s price and billing rule."""
+    return msgspec.structs.replace(
+        reference,
+        price_per_hour_usd=by.price_per_hour_usd,
+        billing_increment_seconds=by.billing_increment_seconds,
+        billing_minimum_seconds=by.billing_minimum_seconds,
+        source=f"reference priced as {describe(by)}{note}",
+    )
+
+
 def _gpu_target(
     target: CheckTarget, offers: Sequence[Offer], gpus: GpuCatalog, max_nodes: int
 ) -> ResolvedTarget:
@@ -179,20 +204,27 @@ def _gpu_target(
     count = target.gpu_count or 1
     check_gpus_per_node(spec, count, "target.gpu_count")
     same = [o for o in offers if o.gpu == spec.id and o.gpu_count == count]
-    cheapest = min(
-        same,
-        key=lambda o: (o.price_per_hour_usd, o.provider, o.instance_type, o.region),
-        default=None,
-    )
-    offer = reference_offer(spec, count)
-    if cheapest is not None:
-        offer = msgspec.structs.replace(
-            offer,
-            price_per_hour_usd=cheapest.price_per_hour_usd,
-            billing_increment_seconds=cheapest.billing_increment_seconds,
-            billing_minimum_seconds=cheapest.billing_minimum_seconds,
-            source=f"reference priced as {describe(cheapest)}",
-        )
+    cheapest = min(same, key=_price_order, default=None)
+    cluster_priced: Offer | None = None
+    references: tuple[Offer, ...]
+    if cheapest is None:
+        references = (reference_offer(spec, count),)
+    elif max_nodes == 1 or cluster_network(cheapest.network) is not None:
+        references = (_priced(reference_offer(spec, count), cheapest),)
+    else:
+        # The cheapest offer of this shape cannot be one node of several: a one-node plan is
+        # priced on it, a plan on more nodes on the cheapest offer with a cluster network --
+        # a price someone sells that cluster at. With none in the catalog, the multi-node
+        # price stays the cheapest one, and the reference says so.
+        clustered = [o for o in same if cluster_network(o.network) is not None]
+        cluster_priced = min(clustered, key=_price_order, default=None)
+        if cluster_priced is None:
+            note = " (no offer of this shape has a cluster network)"
+            references = (_priced(reference_offer(spec, count), cheapest, note),)
+        else:
+            single = _priced(reference_offer(spec, count, clustered=False), cheapest)
+            multi = _priced(reference_offer(spec, count), cluster_priced)
+            references = (single, msgspec.structs.replace(multi, region=CLUSTER_REGION))
     per_node = f" per node, up to {max_nodes} nodes" if max_nodes > 1 else ""
     return ResolvedTarget(
         info=TargetInfo(
@@ -202,8 +234,9 @@ def _gpu_target(
             offers=len(same),
             gpu=spec.id,
             priced_as=cheapest,
+            priced_as_cluster=cluster_priced,
         ),
-        offers=(offer,),
+        offers=references,
         providers={REFERENCE_PROVIDER.name: REFERENCE_PROVIDER},
         price_known=cheapest is not None,
     )
