@@ -323,3 +323,32 @@ def test_vllm_runs_at_most_max_num_seqs_sequences_per_replica(client: TestClient
     [best] = _post(client, "/v1/recommendations", body)["recommendations"]
     assert best["performance"]["replicas"] == 1
     assert "engine_max_num_seqs" not in _codes(best["rationale"])
+
+
+def test_a_deployment_too_large_for_the_hardware_shows_its_replica_shape(
+    client: TestClient,  # type: ignore[type-arg]
+) -> None:
+    # Llama-3.1-70B bf16 (70,553,706,496 parameters: 141.1 GB of weights) serving 16
+    # sequences of 8,192 tokens on 2 x H100-SXM-80GB: one replica needs both GPUs (TP=2,
+    # 70.6 GB of weights each) and holds 2 sequences, so 16 need 8 such instances. The plan
+    # shown is that replica on the hardware -- not TP=1 with all 141 GB on each GPU -- and
+    # the note names the field that limits the nodes here, hardware.nodes.
+    body = {
+        "model": {"preset": "meta-llama/Llama-3.1-70B"},
+        "workload": {
+            "kind": "inference",
+            "weight_dtype": "bf16",
+            "context_length": 8192,
+            "concurrency": 16,
+        },
+        "hardware": {"gpu": "H100-SXM-80GB", "gpu_count": 2},
+    }
+    answer = _post(client, "/v1/estimate", body)
+    assert answer["fits"] is False
+    plan = answer["plan"]
+    assert (plan["tensor_parallel"] * plan["pipeline_parallel"], plan["data_parallel"]) == (2, 1)
+    weights = answer["memory_per_gpu"]["weights_bytes"]
+    assert weights < 80 * 10**9 < 2 * 70_553_706_496  # a half, not the whole model, per GPU
+    [nodes] = [n for n in answer["notes"] if n["code"] == "over_max_nodes"]
+    assert nodes["data"]["replica_gpus"] == 2
+    assert nodes["text"].endswith("hardware.nodes is 1")

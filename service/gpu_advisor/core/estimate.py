@@ -379,15 +379,24 @@ def check_qlora_plan(workload: TrainingWorkload | InferenceWorkload, plan: Paral
             )
 
 
+def _on_hardware(reason: Reason) -> Reason:
+    """A planner's reason as a note about the given hardware: the node limit it quotes is
+    ``hardware.nodes`` here (the planner's own field is ``constraints.max_nodes``)."""
+    if reason.code != "over_max_nodes":
+        return reason
+    return rendered(Reason(code=reason.code, data={**reason.data, "limit_field": "hardware.nodes"}))
+
+
 def nearest_plan(rejected: Sequence[RejectedGroup], gpus: int) -> ParallelPlan | None:
     """The plan a rejection quotes as its nearest miss (``data.plan``), if any. A serving
-    replica quoted with one sequence (``one_sequence_per_replica``) is shown as deployed on
-    the ``gpus`` GPUs: as many replicas as fit them, sharing the sequences."""
+    replica -- quoted with one sequence (``one_sequence_per_replica``), or the replica shape a
+    deployment too large for its limits was sized with (``replica_gpus``) -- is shown as
+    deployed on the ``gpus`` GPUs: as many replicas as fit them, sharing the sequences."""
     for group in rejected:
         plan = group.data.get("plan")
         if isinstance(plan, dict):
             replicas = plan["data_parallel"]
-            if group.data.get("one_sequence_per_replica"):
+            if group.data.get("one_sequence_per_replica") or "replica_gpus" in group.data:
                 replicas = max(1, gpus // (plan["tensor_parallel"] * plan["pipeline_parallel"]))
             return ParallelPlan(
                 tensor_parallel=plan["tensor_parallel"],
@@ -505,7 +514,10 @@ def estimate(
                 sharding="zero3" if not isinstance(workload, InferenceWorkload) else "none",
             )
             memory = estimate_memory(arch, workload, plan, capacity_bytes=capacity)
-            notes = [Reason(code=g.code, data=g.data, text=g.text) for g in result.rejected[:3]]
+            notes = [
+                _on_hardware(Reason(code=g.code, data=g.data, text=g.text))
+                for g in result.rejected[:3]
+            ]
             # what the workload itself could change (the hardware is given)
             notes += [
                 Reason(code=s.code, data=s.data, text=s.text)

@@ -457,8 +457,10 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
         + (f" ({d['gpu_count']} per instance)" if d.get("gpu_count") else "")
         + f"; max_gpus is {d['max_gpus']}{_closest(d)}"
     ),
+    # "limit_field": the request field that set the limit (/v1/estimate: hardware.nodes)
     "over_max_nodes": lambda d: (
-        f"needs {d['nodes_needed']} nodes of {_instance(d)}; max_nodes is {d['max_nodes']}"
+        f"needs {d['nodes_needed']} nodes of {_instance(d)}; "
+        f"{d.get('limit_field', 'max_nodes')} is {d['max_nodes']}"
         f"{_closest(d)}"
     ),
     "no_cluster_network": _no_cluster_network,

@@ -64,6 +64,7 @@ from gpu_advisor.core.planner.topology import (
     PlanOption,
     SearchSpace,
     divisors,
+    plan_data,
     powers_of_two,
     smallest_true,
 )
@@ -591,13 +592,19 @@ class ServingPlanner:
             allowed_nodes = min(allowed_nodes, constraints.max_gpus // g)
         if nodes <= allowed_nodes:
             return None
-        data: dict[str, Any] = {"gpu": ctx.gpu.id, "gpu_count": g}
+        # the replica shape the deployment was sized with (/v1/estimate shows it when nothing
+        # fits, spread over the hardware it was given)
+        data: dict[str, Any] = {
+            "gpu": ctx.gpu.id,
+            "gpu_count": g,
+            "replica_gpus": fit.gpus,
+            "plan": plan_data(fit.replica),
+        }
         if memory_bound and fit.per_replica is not None:
             replicas = allowed_nodes // replica_nodes * slots
             data.update(
                 concurrency=self.workload.concurrency,
                 per_replica=fit.per_replica,
-                replica_gpus=fit.gpus,
                 max_concurrency=replicas * fit.per_replica,
             )
         if nodes > constraints.max_nodes:
