@@ -352,3 +352,6 @@ def test_a_deployment_too_large_for_the_hardware_shows_its_replica_shape(
     [nodes] = [n for n in answer["notes"] if n["code"] == "over_max_nodes"]
     assert nodes["data"]["replica_gpus"] == 2
     assert nodes["text"].endswith("hardware.nodes is 1")
+    [lower] = [n for n in answer["notes"] if n["code"] == "lower_concurrency"]
+    assert lower["text"].endswith("within hardware.nodes 1)")
+    assert "max_nodes" not in " ".join(n["text"] for n in answer["notes"])

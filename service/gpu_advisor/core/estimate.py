@@ -382,7 +382,7 @@ def check_qlora_plan(workload: TrainingWorkload | InferenceWorkload, plan: Paral
 def _on_hardware(reason: Reason) -> Reason:
     """A planner's reason as a note about the given hardware: the node limit it quotes is
     ``hardware.nodes`` here (the planner's own field is ``constraints.max_nodes``)."""
-    if reason.code != "over_max_nodes":
+    if reason.code not in ("over_max_nodes", "lower_concurrency") or "max_nodes" not in reason.data:
         return reason
     return rendered(Reason(code=reason.code, data={**reason.data, "limit_field": "hardware.nodes"}))
 
@@ -520,7 +520,7 @@ def estimate(
             ]
             # what the workload itself could change (the hardware is given)
             notes += [
-                Reason(code=s.code, data=s.data, text=s.text)
+                _on_hardware(Reason(code=s.code, data=s.data, text=s.text))
                 for s in result.suggestions
                 if s.code in WORKLOAD_SUGGESTIONS
             ]

@@ -538,7 +538,11 @@ _TEMPLATES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "lower_concurrency": lambda d: (
         f"lower concurrency to at most {d['max_concurrency']:,} ({_instance(d)}: "
         f"{_plural(d['per_replica'], 'sequence')} per {d['replica_gpus']}-GPU replica within "
-        + (f"max_gpus {d['max_gpus']}" if "max_gpus" in d else f"max_nodes {d['max_nodes']}")
+        + (
+            f"max_gpus {d['max_gpus']}"
+            if "max_gpus" in d
+            else f"{d.get('limit_field', 'max_nodes')} {d['max_nodes']}"
+        )
         + ")"
     ),
     "lower_headroom": lambda d: (
