@@ -141,3 +141,23 @@ def test_openapi_lists_both_media_types(client: TestClient) -> None:  # type: ig
         assert set(content) == {"application/json", "text/plain"}, path
     schema = paths["/v1/check"]["post"]["responses"]["200"]["content"]["application/json"]
     assert schema["schema"]["$ref"].endswith("/CheckResponse")
+
+
+def test_a_kv_pool_misfit_says_why_in_the_text(client: TestClient) -> None:  # type: ignore[type-arg]
+    # Llama-3.1-8B bf16, 5 sequences of 8,192 tokens on one L4 (23,999,807,488 B exposed):
+    # 21.6 GiB in all reads as if it fitted, but vLLM reserves gpu_memory_utilization 0.9 x
+    # 23,999,807,488 B = 20.1 GiB, and the KV cache alone is 5 x 8,192 x 131,072 B = 5.0 GiB,
+    # more than the pool the weights leave in that reservation.
+    body = {
+        "model": {"preset": "meta-llama/Llama-3.1-8B"},
+        "workload": {
+            "kind": "inference",
+            "weight_dtype": "bf16",
+            "context_length": 8192,
+            "concurrency": 5,
+        },
+        "hardware": {"gpu": "L4"},
+    }
+    text = _squeezed(_post_text(client, "/v1/estimate", body))
+    assert _squeezed("does not fit: the engine reserves 20.1 GiB") in text
+    assert _squeezed("for 5.0 GiB of KV cache") in text

@@ -94,6 +94,19 @@ def memory_text(memory: MemoryBreakdown, exposed_bytes: int) -> str:
     return f"{format_gib(memory.total_bytes)} of {format_gib(exposed_bytes)}{room}"
 
 
+def misfit_text(memory: MemoryBreakdown) -> str:
+    """Why a plan does not fit, where the breakdown says more than its total: a vLLM-style
+    engine whose reservation (gpu_memory_utilization x capacity) leaves a KV pool smaller than
+    the sequences' KV cache -- the total alone can read as if it fitted."""
+    reserved, pool = memory.engine_reserved_bytes, memory.kv_pool_bytes
+    if reserved is not None and pool is not None and pool < memory.kv_cache_bytes:
+        return (
+            f"does not fit: the engine reserves {format_gib(reserved)}, which leaves a KV pool "
+            f"of {format_gib(pool)} for {format_gib(memory.kv_cache_bytes)} of KV cache"
+        )
+    return "does not fit"
+
+
 def speed_text(performance: Performance | None) -> str:
     """Training time and rate, or serving throughput and first-token time."""
     if performance is None:
@@ -232,7 +245,7 @@ def estimate_report(response: EstimateResponse) -> Report:
         lines.append(
             f"Hardware: {gpus_text(hw.gpu_count * hw.nodes, hw.gpu, hw.nodes)}: "
             + memory_text(response.memory_per_gpu, hw.memory_exposed_bytes)
-            + ("" if fits else " - does not fit")
+            + ("" if fits else " - " + misfit_text(response.memory_per_gpu))
         )
         lines.append(f"Speed: {speed_text(response.performance)}")
     if response.kv_cache_bytes_per_token is not None:
