@@ -474,3 +474,13 @@ def test_a_multi_node_gpu_target_is_priced_as_an_offer_that_can_be_a_cluster(
     assert plan["nodes"] > 1
     assert plan["cost"]["price_per_hour_usd"] == pytest.approx(cluster * plan["nodes"])
     assert "reference priced as" in plan["offer"]["source"]
+
+
+def test_a_one_node_gpu_target_has_no_network_between_nodes(client: TestClient) -> None:  # type: ignore[type-arg]
+    # The 8B QLoRA example on "1 x L4": one node, so the reference instance shows no
+    # InfiniBand (it showed 3,200 Gbit/s it could never use).
+    body = load_example(QLORA)
+    body["target"] = {"gpu": "L4", "gpu_count": 1}
+    result = _check(client, body)
+    assert result["estimate"]["nodes"] == 1
+    assert result["estimate"]["offer"]["network"] is None

@@ -207,10 +207,12 @@ def _gpu_target(
     cheapest = min(same, key=_price_order, default=None)
     cluster_priced: Offer | None = None
     references: tuple[Offer, ...]
+    # one node needs no network between nodes: the reference shows none then
+    reference = reference_offer(spec, count, clustered=max_nodes > 1)
     if cheapest is None:
-        references = (reference_offer(spec, count),)
+        references = (reference,)
     elif max_nodes == 1 or cluster_network(cheapest.network) is not None:
-        references = (_priced(reference_offer(spec, count), cheapest),)
+        references = (_priced(reference, cheapest),)
     else:
         # The cheapest offer of this shape cannot be one node of several: a one-node plan is
         # priced on it, a plan on more nodes on the cheapest offer with a cluster network --
