@@ -262,10 +262,8 @@ class ServedAnswer(Generic[AnswerT]):
 
 
 CacheKey = tuple[str, str, bytes]
-"""(kind of request, catalog version, the request's canonical JSON)."""
-
-_ENDPOINTS = {"recommend": "recommendations", "estimate": "estimate", "check": "check"}
-"""Answer-cache key kind -> the endpoint label of the service's metrics."""
+"""(endpoint: ``recommendations``, ``estimate`` or ``check``, as the metrics label it; catalog
+version; the request's canonical JSON)."""
 
 
 class AnswerCache:
@@ -352,7 +350,7 @@ class Advisor:
         if self._answers is None:
             return None
         found = self._answers.get(key)
-        self._observer.answer_cache(_ENDPOINTS[key[0]], hit=found is not None)
+        self._observer.answer_cache(key[0], hit=found is not None)
         return found
 
     def _remember(self, key: CacheKey, answer: AnswerT) -> CachedAnswer[AnswerT]:
@@ -402,7 +400,7 @@ class Advisor:
         """
         snapshot, index = await self._planner_index()
         catalog = self._catalog_block(snapshot)
-        key = ("recommend", snapshot.version, _JSON.encode(request))
+        key = ("recommendations", snapshot.version, _JSON.encode(request))
         cached = self._remembered(key)
         if cached is None:
             cached = self._remember(key, self.plan_recommendation(request, snapshot, index))

@@ -27,7 +27,7 @@ def anyio_backend() -> str:
 
 def test_lru_drops_the_least_recently_used() -> None:
     cache = AnswerCache(max_entries=2)
-    a, b, c = (("recommend", "v1", k) for k in (b"a", b"b", b"c"))
+    a, b, c = (("recommendations", "v1", k) for k in (b"a", b"b", b"c"))
     entries = {k: cache.put(k, v) for k, v in ((a, 1), (b, 2))}
     assert cache.get(a) is entries[a]  # a is now the most recent
     entries[c] = cache.put(c, 3)  # evicts b
@@ -51,7 +51,7 @@ async def test_repeated_request_is_planned_once(planning_calls: list[int]) -> No
         assert len(calls) == 2
         assert len(third.recommendations) == 2
         # A new catalog version (another content hash) is a miss by construction.
-        key = ("recommend", "another-version", msgspec.json.encode(request))
+        key = ("recommendations", "another-version", msgspec.json.encode(request))
         assert advisor._remembered(key) is None
         uncached = Advisor(service, answer_cache_entries=0)
         await uncached.recommend(request)

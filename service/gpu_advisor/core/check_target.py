@@ -222,10 +222,10 @@ def _gpu_target(
         cluster_priced = min(clustered, key=_price_order, default=None)
         if cluster_priced is None:
             note = " (no offer of this shape has a cluster network)"
-            references = (_priced(reference_offer(spec, count), cheapest, note),)
+            references = (_priced(reference, cheapest, note),)
         else:
             single = _priced(reference_offer(spec, count, clustered=False), cheapest)
-            multi = _priced(reference_offer(spec, count), cluster_priced)
+            multi = _priced(reference, cluster_priced)
             references = (single, msgspec.structs.replace(multi, region=CLUSTER_REGION))
     per_node = f" per node, up to {max_nodes} nodes" if max_nodes > 1 else ""
     return ResolvedTarget(

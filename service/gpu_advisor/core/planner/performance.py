@@ -542,7 +542,8 @@ def estimate_inference(
     """Throughput and latency of one replica of ``plan``.
 
     Decode step = ``max(PP x (weights read + KV read) / (bandwidth x MBU),
-    batch x FLOPs per token / (TP x peak x efficiency))`` plus PCIe TP traffic. PP stages run
+    batch x FLOPs per token / (TP x peak x efficiency))`` plus, with TP, two all-reduces per
+    layer (:data:`TP_ALLREDUCE_LATENCY_SECONDS` each plus ring traffic). PP stages run
     one after another for a token, so PP adds memory, not speed (vLLM docs, "Distributed
     inference and serving"). Prefill is compute-bound and is not batched away: a batch of
     prompts costs the sum of their FLOPs. An encoder-only model runs one forward pass per
